@@ -1,0 +1,71 @@
+// Converts TSC ticks (what producers stamp records with) to CLOCK_MONOTONIC
+// nanoseconds, daemon side.
+//
+// Keeps (tsc, ns) anchors taken by Sample(): between two anchors a tick is
+// interpolated on the line joining them, outside it is extrapolated from the
+// nearest anchor at the rate of the longest baseline. Call Sample() now and
+// then (every second or so); the kernel slews CLOCK_MONOTONIC with NTP, so
+// anchors also follow that drift. Not thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace udiag::base {
+
+class TscClock {
+ public:
+  struct Anchor {
+    uint64_t tsc;
+    uint64_t ns;
+  };
+
+  // Takes an anchor, busy-waits ~2 ms and takes another, so that the rate is
+  // known from the start.
+  TscClock();
+  // Starts from two given anchors (at least kMinSpacingNs apart), without
+  // reading any clock: for tests and replays.
+  TscClock(Anchor first, Anchor second);
+
+  // Reads an anchor from the hardware (the tightest of a few tries).
+  static Anchor Measure();
+
+  // Adds Measure() as an anchor.
+  void Sample();
+  // Adds an anchor. Ignored unless it is later in both clocks than the last
+  // one and at least kMinSpacingNs after it (a closer one adds noise, no
+  // information).
+  void AddAnchor(Anchor anchor);
+
+  // Never goes backwards between calls with non-decreasing tsc, even across
+  // new anchors (a jump back is flattened); saturates instead of wrapping on
+  // absurd input.
+  uint64_t ToMonotonic(uint64_t tsc);
+
+  size_t anchor_count() const { return anchors_.size(); }
+
+  static constexpr uint64_t kMinSpacingNs = 1'000'000;
+  static constexpr size_t kMaxAnchors = 32;
+  // Anchors older than this are dropped: the rate of a longer baseline would
+  // average over NTP corrections that no longer apply.
+  static constexpr uint64_t kMaxBaselineNs = 60'000'000'000;
+
+ private:
+  struct Segment {
+    Anchor start;
+    uint64_t mult;  // ns per tick, 32.32 fixed point, up to the next anchor
+  };
+
+  static uint64_t Mult(const Anchor& from, const Anchor& to);
+  void Prune();
+  void Rebuild();
+
+  std::vector<Anchor> anchors_;
+  std::vector<Segment> segments_;  // one per anchor but the last
+  uint64_t rate_mult_ = 0;         // longest baseline, for extrapolation
+  uint64_t last_tsc_ = 0;          // last conversion, for monotonicity
+  uint64_t last_ns_ = 0;
+};
+
+}  // namespace udiag::base

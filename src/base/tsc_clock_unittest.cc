@@ -1,0 +1,202 @@
+#include "base/tsc_clock.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <cstdint>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "base/tsc.h"
+#include "gtest/gtest.h"
+
+namespace udiag::base {
+namespace {
+
+// Distance of `ns` from the interval [lo, hi].
+int64_t OutsideBy(uint64_t ns, uint64_t lo, uint64_t hi) {
+  if (ns < lo) return static_cast<int64_t>(lo - ns);
+  if (ns > hi) return static_cast<int64_t>(ns - hi);
+  return 0;
+}
+
+// Converts "now" and returns how far it lands from the clock_gettime bracket
+// around the rdtscp; the tightest of a few tries, so preemption does not count.
+int64_t ErrorNowNs(TscClock& clock) {
+  int64_t best = INT64_MAX;
+  uint64_t best_bracket = UINT64_MAX;
+  for (int i = 0; i < 20; ++i) {
+    uint32_t cpu;
+    const uint64_t before = MonotonicNs();
+    const uint64_t tsc = ReadTsc(&cpu);
+    const uint64_t after = MonotonicNs();
+    if (after - before < best_bracket) {
+      best_bracket = after - before;
+      best = OutsideBy(clock.ToMonotonic(tsc), before, after);
+    }
+  }
+  return best;
+}
+
+TEST(TscTest, InvariantTscOnThisMachine) {
+  // Every machine the project runs on has it (see docs); the check itself
+  // must not fail open.
+  EXPECT_TRUE(InvariantTscAvailable());
+}
+
+TEST(TscTest, ReadTscAdvancesAndGivesACpu) {
+  uint32_t cpu = 0xffffffff;
+  const uint64_t a = ReadTsc(&cpu);
+  EXPECT_LT(cpu, std::thread::hardware_concurrency());
+  const uint64_t b = ReadTsc(&cpu);
+  EXPECT_GT(b, a);
+}
+
+TEST(TscClockTest, SaneRightAfterConstruction) {
+  TscClock clock;
+  EXPECT_EQ(clock.anchor_count(), 2u);
+  EXPECT_LT(ErrorNowNs(clock), 2'000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Extrapolated 20 ms on a 2 ms calibration.
+  EXPECT_LT(ErrorNowNs(clock), 20'000);
+}
+
+TEST(TscClockTest, UnderAMicrosecondAfterCalibration) {
+  TscClock clock;
+  for (int i = 0; i < 30; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    clock.Sample();
+  }
+  // Interpolated (just before the last anchor) and extrapolated (after it).
+  uint32_t cpu;
+  const uint64_t before = MonotonicNs();
+  const uint64_t tsc = ReadTsc(&cpu);
+  const uint64_t after = MonotonicNs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  clock.Sample();
+  if (after - before < 5'000) {
+    EXPECT_LT(OutsideBy(clock.ToMonotonic(tsc), before, after), 1'000);
+  }
+
+  std::vector<int64_t> errors;
+  for (int i = 0; i < 50; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    errors.push_back(ErrorNowNs(clock));
+  }
+  std::sort(errors.begin(), errors.end());
+  EXPECT_LT(errors[errors.size() / 2], 1'000);
+  EXPECT_LT(errors[errors.size() * 9 / 10], 2'000);
+}
+
+TEST(TscClockTest, NeverGoesBackwardsOnTheRealClock) {
+  TscClock clock;
+  uint64_t previous = 0;
+  uint32_t cpu;
+  for (int i = 0; i < 200'000; ++i) {
+    if (i % 10'000 == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      clock.Sample();
+    }
+    const uint64_t ns = clock.ToMonotonic(ReadTsc(&cpu));
+    ASSERT_GE(ns, previous) << i;
+    previous = ns;
+  }
+}
+
+TEST(TscClockTest, InterpolatesBetweenAnchorsExactly) {
+  // 3 ticks per ns, then 2 ticks per ns.
+  TscClock clock({3'000'000'000, 1'000'000'000}, {6'000'000'000, 2'000'000'000});
+  clock.AddAnchor({8'000'000'000, 3'000'000'000});
+  EXPECT_EQ(clock.ToMonotonic(3'000'000'000), 1'000'000'000u);
+  EXPECT_NEAR(static_cast<double>(clock.ToMonotonic(4'500'000'000)), 1'500'000'000.0, 1);
+  EXPECT_EQ(clock.ToMonotonic(6'000'000'000), 2'000'000'000u);
+  EXPECT_NEAR(static_cast<double>(clock.ToMonotonic(7'000'000'000)), 2'500'000'000.0, 1);
+  EXPECT_EQ(clock.ToMonotonic(8'000'000'000), 3'000'000'000u);
+  // Outside: the longest baseline, 5e9 ticks over 2e9 ns.
+  EXPECT_NEAR(static_cast<double>(clock.ToMonotonic(13'000'000'000)), 5'000'000'000.0, 2);
+}
+
+TEST(TscClockTest, ExtrapolatesBackwardsAndSaturates) {
+  TscClock clock({3'000'000'000, 1'000'000'000}, {6'000'000'000, 2'000'000'000});
+  EXPECT_NEAR(static_cast<double>(clock.ToMonotonic(1'500'000'000)), 500'000'000.0, 1);
+  EXPECT_LE(clock.ToMonotonic(0), 1u) << "3e9 ticks before = 1e9 ns before";
+  TscClock fresh({3'000'000'000, 100}, {6'000'000'000, 1'000'000'100});
+  EXPECT_EQ(fresh.ToMonotonic(0), 0u) << "clamped, not wrapped";
+  // 1000 ns per tick: UINT64_MAX ticks overflow 64 bits of ns.
+  TscClock slow({0, 0}, {1'000'000, 1'000'000'000});
+  EXPECT_EQ(slow.ToMonotonic(UINT64_MAX / 2), UINT64_MAX) << "saturated, not wrapped";
+  EXPECT_EQ(slow.ToMonotonic(UINT64_MAX), UINT64_MAX);
+}
+
+TEST(TscClockTest, NewAnchorDoesNotTakeTimeBack) {
+  // 1 tick per ns, then the real rate turns out slower.
+  TscClock clock({0, 0}, {1'000'000'000, 1'000'000'000});
+  EXPECT_EQ(clock.ToMonotonic(2'000'000'000), 2'000'000'000u);  // extrapolated
+  clock.AddAnchor({3'000'000'000, 2'500'000'000});
+  // Interpolation alone would give 1.825e9 here.
+  EXPECT_GE(clock.ToMonotonic(2'100'000'000), 2'000'000'000u);
+  EXPECT_GE(clock.ToMonotonic(2'900'000'000), clock.ToMonotonic(2'100'000'000));
+  EXPECT_EQ(clock.ToMonotonic(3'000'000'000), 2'500'000'000u);
+}
+
+TEST(TscClockTest, LineIsMonotonicForFixedAnchors) {
+  TscClock clock({1'000'000, 500'000}, {3'000'000, 1'400'000});
+  std::mt19937_64 rng(7);
+  uint64_t tsc = 1'000'000;
+  for (int i = 0; i < 40; ++i) {
+    tsc += 1'000'000 + rng() % 5'000'000;
+    clock.AddAnchor({tsc + 2'000'000, 1'400'000 + (tsc - 1'000'000) / 2 + rng() % 300'000 + 1'000'000 * i});
+  }
+  ASSERT_GE(clock.anchor_count(), 16u);
+  // Descending, so that the hold against going back never applies and the
+  // line itself is tested.
+  std::vector<uint64_t> ticks(20'000);
+  for (uint64_t& t : ticks) t = rng() % (tsc * 2);
+  std::sort(ticks.begin(), ticks.end(), std::greater<>());
+  uint64_t previous = UINT64_MAX;
+  for (uint64_t t : ticks) {
+    const uint64_t ns = clock.ToMonotonic(t);
+    ASSERT_LE(ns, previous) << t;
+    previous = ns;
+  }
+}
+
+TEST(TscClockTest, IgnoresAnchorsTooCloseOrOutOfOrder) {
+  TscClock clock({0, 0}, {10'000'000, 10'000'000});
+  clock.AddAnchor({10'000'100, 10'000'100});  // 100 ns later
+  clock.AddAnchor({5'000'000, 20'000'000});   // tsc went back
+  clock.AddAnchor({20'000'000, 9'000'000});   // ns went back
+  EXPECT_EQ(clock.anchor_count(), 2u);
+  clock.AddAnchor({20'000'000, 20'000'000});
+  EXPECT_EQ(clock.anchor_count(), 3u);
+}
+
+TEST(TscClockTest, MemoryIsBoundedAndFollowsRateChanges) {
+  // One anchor a second for two hours at 2 ticks/ns; then the rate seen
+  // against CLOCK_MONOTONIC shifts by 100 ppm (an NTP slew) for an hour.
+  TscClock clock({0, 0}, {2'000'000'000, 1'000'000'000});
+  uint64_t tsc = 2'000'000'000, ns = 1'000'000'000;
+  for (int s = 0; s < 7200; ++s) {
+    tsc += 2'000'000'000;
+    ns += 1'000'000'000;
+    clock.AddAnchor({tsc, ns});
+    ASSERT_LE(clock.anchor_count(), TscClock::kMaxAnchors);
+  }
+  for (int s = 0; s < 3600; ++s) {
+    tsc += 2'000'000'000;
+    ns += 1'000'100'000;
+    clock.AddAnchor({tsc, ns});
+    ASSERT_LE(clock.anchor_count(), TscClock::kMaxAnchors);
+  }
+  EXPECT_GE(clock.anchor_count(), 3u);
+  // One second past the last anchor: the old rate would be 100 us off.
+  const double got = static_cast<double>(clock.ToMonotonic(tsc + 2'000'000'000));
+  EXPECT_NEAR(got, static_cast<double>(ns + 1'000'100'000), 1'000);
+  // Recent history stays exact.
+  EXPECT_NEAR(static_cast<double>(clock.ToMonotonic(tsc - 1'000'000'000)),
+              static_cast<double>(ns - 500'050'000), 1);
+}
+
+}  // namespace
+}  // namespace udiag::base

@@ -1,0 +1,30 @@
+// What every udiag command shares: reaching the daemon and reporting errors.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/error_or.h"
+#include "consumer/consumer_client.h"
+
+namespace udiag::cli {
+
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+// Prints "udiag: <what>: <ERRNO_NAME>: <strerror>" to stderr and returns
+// kExitFailure.
+int Fail(std::string_view what, int err);
+
+// Says on stderr why connecting to the daemon at `dir` failed with `err`,
+// with how to start one when none is running; returns kExitFailure.
+int FailToConnect(const std::string& dir, int err);
+
+// Connects to the daemon serving `dir` (already resolved), FailToConnect()
+// when that does not work.
+base::ErrorOr<consumer::ConsumerClient> ConnectOrExplain(const std::string& dir);
+
+// Writes all of `text` to stdout, unbuffered; false when stdout is gone.
+bool WriteToStdout(std::string_view text);
+
+}  // namespace udiag::cli

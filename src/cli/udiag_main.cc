@@ -1,0 +1,154 @@
+// udiag: the command-line front end of udiagd's tracefs tree. See docs/cli.md.
+#include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/daemon_dir.h"
+#include "cli/cli_support.h"
+#include "cli/trace_command.h"
+#include "cli/tree_commands.h"
+
+namespace {
+
+namespace cli = udiag::cli;
+
+constexpr const char* kDescription =
+    "udiag - read and control user_events tracing served by udiagd.\n\n"
+    "Every command talks to the udiagd of one tracing domain: the one in --dir,\n"
+    "else in $UDIAG_DIR, else /run/udiag (root) or $XDG_RUNTIME_DIR/udiag.\n"
+    "PATHs are those of tracefs (/sys/kernel/tracing): user_events_status,\n"
+    "dynamic_events, available_events, trace, trace_pipe, tracing_on,\n"
+    "events/user_events/<name>/{enable,format,id}, ...";
+
+constexpr const char* kFooter = "Run 'udiag COMMAND --help' for what a command does. Reference: docs/cli.md.";
+
+constexpr const char* kEventHelp =
+    "EVENT is a tracepoint name ('count'), 'system:name' ('user_events:count'),\n"
+    "or a glob of either ('count_*', 'user_events:*').";
+
+// What the command line asked for; the chosen command runs once all of it is
+// parsed, so that --dir is known wherever it was given.
+struct CommandLine {
+  std::string dir_flag;
+  std::string path;
+  std::vector<std::string> words;  // write's TEXT, enable's and disable's EVENTs
+  bool append = false;
+  cli::TraceOptions trace;
+  std::function<int(const std::string& dir)> run;
+};
+
+// --dir is accepted before and after the command name, and shows in each help.
+void AddDirOption(CLI::App* app, CommandLine& line) {
+  app->add_option("--dir", line.dir_flag,
+                  "udiagd's directory (default: $UDIAG_DIR, else /run/udiag or $XDG_RUNTIME_DIR/udiag)");
+}
+
+CLI::App* AddCommand(CLI::App& app, CommandLine& line, const std::string& name, const std::string& summary,
+                     const std::string& details) {
+  CLI::App* command = app.add_subcommand(name, summary);
+  command->footer(details);
+  AddDirOption(command, line);
+  return command;
+}
+
+void AddFileCommands(CLI::App& app, CommandLine& line) {
+  CLI::App* cat = AddCommand(app, line, "cat", "Print a file of the tracefs tree",
+                             "Like `cat PATH` in tracefs. A trace_pipe is streamed until Ctrl-C or SIGTERM.");
+  cat->add_option("PATH", line.path, "File to print, e.g. user_events_status, events/user_events/NAME/format")
+      ->required();
+  cat->callback([&] { line.run = [&](const std::string& dir) { return cli::Cat(dir, line.path); }; });
+
+  CLI::App* write = AddCommand(
+      app, line, "write", "Write a line to a file of the tracefs tree",
+      "Like `echo TEXT > PATH` (or `>>` with --append): the words are joined by spaces and a\n"
+      "newline is added. Creating an event is an append to dynamic_events:\n"
+      "  udiag write --append dynamic_events 'u:test u32 count'\n"
+      "Put TEXT after `--` when it starts with a dash, as the delete command '-:test' does.");
+  write->add_flag("-a,--append", line.append, "Append (>>) instead of truncating (>): needed for dynamic_events");
+  write->add_option("PATH", line.path, "File to write, e.g. dynamic_events, tracing_on")->required();
+  write->add_option("TEXT", line.words, "Words to write")->required();
+  write->callback([&] {
+    line.run = [&](const std::string& dir) { return cli::Write(dir, line.path, line.words, line.append); };
+  });
+
+  CLI::App* ls = AddCommand(app, line, "ls", "List a directory of the tracefs tree",
+                            "Prints one entry a line; directories end with '/'. DIR defaults to the root.");
+  ls->add_option("DIR", line.path, "Directory to list, e.g. events/user_events");
+  ls->callback([&] { line.run = [&](const std::string& dir) { return cli::List(dir, line.path); }; });
+
+  CLI::App* status =
+      AddCommand(app, line, "status", "Show the registered user events (user_events_status)",
+                 "Same as `udiag cat user_events_status`: a line per event, then the Active and Busy counts.");
+  status->callback([&] { line.run = [](const std::string& dir) { return cli::Cat(dir, "user_events_status"); }; });
+}
+
+void AddEnableCommand(CLI::App& app, CommandLine& line, bool enable) {
+  std::string verb = enable ? "enable" : "disable";
+  CLI::App* command = AddCommand(
+      app, line, verb, enable ? "Start tracing events" : "Stop tracing events",
+      std::string("Writes ") + (enable ? "1" : "0") +
+          " to events/<system>/<name>/enable of every event in available_events\n"
+          "that an EVENT selects. Fails with ENOENT, changing nothing, if an EVENT selects none.\n" +
+          kEventHelp);
+  command->add_option("EVENT", line.words, "Events to " + verb)->required();
+  command->callback([&line, enable] {
+    line.run = [&line, enable](const std::string& dir) { return cli::SetEnabled(dir, line.words, enable); };
+  });
+}
+
+void AddTraceCommand(CLI::App& app, CommandLine& line) {
+  CLI::App* trace = AddCommand(
+      app, line, "trace", "Stream events to stdout, alone or while a command runs",
+      std::string(
+          "Prints trace_pipe. The events selected with -e (default: all) are enabled before COMMAND\n"
+          "starts, including those created later, and disabled again when udiag exits.\n"
+          "With COMMAND: runs it with $UDIAG_DIR set to the daemon's directory, traces until it\n"
+          "exits and its last events have arrived, then exits with its status (128+N if signal N\n"
+          "killed it; 127 if it cannot be found). Ctrl-C goes to COMMAND; SIGINT or SIGTERM sent\n"
+          "to udiag alone is passed on to it. Without COMMAND: traces until Ctrl-C or SIGTERM.\n"
+          "If no udiagd is running, a private one is started for the duration.\n") +
+          kEventHelp + "\nExample: udiag trace -e 'count_*' -- ./my_app --verbose");
+  trace->add_option("-e,--event", line.trace.events, "EVENT to enable (repeatable)")->allow_extra_args(false);
+  trace->add_option("COMMAND", line.trace.command, "Command to run and trace (put it after `--`)");
+  trace->callback([&] {
+    line.run = [&](const std::string& dir) {
+      line.trace.dir = dir;
+      return cli::Trace(line.trace);
+    };
+  });
+}
+
+// A closed stdin, stdout or stderr would be reused by the next open(), and a
+// socket or a child's stream could land on it (CI runners may start us with
+// no stdin).
+void KeepStandardFdsOpen() {
+  for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; ++fd) {
+    if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) open("/dev/null", O_RDWR);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  KeepStandardFdsOpen();
+  CommandLine line;
+  CLI::App app{kDescription, "udiag"};
+  app.footer(kFooter);
+  app.require_subcommand(1);
+  AddDirOption(&app, line);
+  AddFileCommands(app, line);
+  AddEnableCommand(app, line, /*enable=*/true);
+  AddEnableCommand(app, line, /*enable=*/false);
+  AddTraceCommand(app, line);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : cli::kExitUsage;
+  }
+  return line.run(udiag::base::ResolveDaemonDir(line.dir_flag));
+}

@@ -1,0 +1,149 @@
+#include "consumer/consumer_client.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "base/daemon_dir.h"
+#include "base/unix_socket.h"
+
+namespace udiag::consumer {
+namespace {
+
+using base::Errno;
+using base::ErrorOr;
+using Clock = std::chrono::steady_clock;
+
+// How often a pipe stream looks at its stop flag when nothing arrives.
+constexpr int kStopCheckMs = 100;
+// Upper bound on the drain after a stop: other producers may keep the pipe
+// busy forever, and their events are not what the caller waits for.
+constexpr auto kMaxDrain = std::chrono::seconds(2);
+
+template <typename Body>
+ipc::Encoder Encode(const Body& body) {
+  ipc::Encoder e;
+  body.Encode(e);
+  return e;
+}
+
+int MillisecondsUntil(Clock::time_point deadline) {
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+  return static_cast<int>(std::max<int64_t>(left.count(), 0));
+}
+
+}  // namespace
+
+bool IsNoDaemonError(int err) { return err == ENOENT || err == ECONNREFUSED; }
+
+ErrorOr<ConsumerClient> ConsumerClient::Connect(const std::string& dir) {
+  auto fd = base::ConnectSeqpacket(base::ControlSocketPath(base::ResolveDaemonDir(dir)));
+  if (!fd.ok()) return Errno{fd.error()};
+  ConsumerClient client(std::move(fd).value());
+  if (int err = client.Call(ipc::MsgType::kHello, Encode(ipc::Hello{.role = ipc::Role::kConsumer}))) {
+    return Errno{err};
+  }
+  return client;
+}
+
+ErrorOr<std::string> ConsumerClient::Read(const std::string& path) {
+  std::string data;
+  if (int err = Call(ipc::MsgType::kTreeRead, Encode(ipc::PathRequest{path}), &data)) return Errno{err};
+  return data;
+}
+
+int ConsumerClient::Write(const std::string& path, std::string_view text, bool append) {
+  ipc::TreeWriteRequest req{path, append, std::string(text)};
+  return Call(ipc::MsgType::kTreeWrite, Encode(req));
+}
+
+ErrorOr<std::vector<std::pair<std::string, bool>>> ConsumerClient::List(const std::string& path) {
+  std::string data;
+  if (int err = Call(ipc::MsgType::kTreeList, Encode(ipc::PathRequest{path}), &data)) return Errno{err};
+  ipc::Decoder d(std::span(reinterpret_cast<const uint8_t*>(data.data()), data.size()));
+  ipc::TreeListReply reply;
+  if (!reply.Decode(d)) return Errno{EPROTO};
+  return std::move(reply.entries);
+}
+
+int ConsumerClient::AutoEnable(const std::string& glob) {
+  return Call(ipc::MsgType::kAutoEnable, Encode(ipc::PathRequest{glob}));
+}
+
+int ConsumerClient::StreamPipe(const std::string& path, const ChunkCallback& on_chunk,
+                               const std::atomic<bool>* stop, std::chrono::milliseconds drain_quiet) {
+  uint32_t seq;
+  if (int err = SendRequest(ipc::MsgType::kTreePipe, Encode(ipc::PathRequest{path}), &seq)) return err;
+  bool draining = false;
+  Clock::time_point quiet_until, drain_end;
+  for (;;) {
+    int timeout_ms = kStopCheckMs;
+    if (!draining && stop && stop->load()) {
+      draining = true;
+      quiet_until = Clock::now() + drain_quiet;
+      drain_end = Clock::now() + kMaxDrain;
+    }
+    if (draining) {
+      timeout_ms = MillisecondsUntil(std::min(quiet_until, drain_end));
+      if (timeout_ms == 0) return 0;
+    }
+    ipc::MessageHeader header;
+    std::string chunk;
+    int err = ReceiveFor(seq, timeout_ms, &header, &chunk);
+    if (err == ETIMEDOUT) continue;
+    if (err) return err;
+    // The pipe never ends on its own: a reply can only be a refusal.
+    if (header.type == ipc::MsgType::kReply) return header.error > 0 ? header.error : EPROTO;
+    if (header.type != ipc::MsgType::kData) return EPROTO;
+    if (!on_chunk(chunk)) return 0;
+    quiet_until = Clock::now() + drain_quiet;
+  }
+}
+
+int ConsumerClient::SendRequest(ipc::MsgType type, const ipc::Encoder& body, uint32_t* seq) {
+  *seq = next_seq_++;
+  ipc::Encoder message = ipc::StartMessage(type, *seq);
+  message.bytes().insert(message.bytes().end(), body.bytes().begin(), body.bytes().end());
+  return base::SendMessage(fd_.get(), message.bytes());
+}
+
+int ConsumerClient::ReceiveFor(uint32_t seq, int timeout_ms, ipc::MessageHeader* header, std::string* body) {
+  std::vector<uint8_t> bytes;
+  std::vector<base::ScopedFd> fds;  // consumers are sent none; any that come are closed
+  for (;;) {
+    if (timeout_ms >= 0) {
+      pollfd p{fd_.get(), POLLIN, 0};
+      int n = poll(&p, 1, timeout_ms);
+      // A signal counts as a timeout so the caller gets to look at its stop flag.
+      if (n == 0 || (n < 0 && errno == EINTR)) return ETIMEDOUT;
+      if (n < 0) return errno;
+    }
+    if (int err = base::ReceiveMessage(fd_.get(), &bytes, &fds)) return err;
+    ipc::Decoder rest({});
+    if (!ipc::SplitMessage(bytes, header, &rest)) return EPROTO;
+    if (header->seq != seq) continue;
+    std::span<const uint8_t> payload = rest.Rest();
+    body->assign(reinterpret_cast<const char*>(payload.data()), payload.size());
+    return 0;
+  }
+}
+
+int ConsumerClient::CollectReply(uint32_t seq, std::string* data) {
+  for (;;) {
+    ipc::MessageHeader header;
+    std::string body;
+    if (int err = ReceiveFor(seq, -1, &header, &body)) return err;
+    if (header.type == ipc::MsgType::kReply) return header.error >= 0 ? header.error : EPROTO;
+    if (header.type != ipc::MsgType::kData || !data) return EPROTO;
+    data->append(body);
+  }
+}
+
+int ConsumerClient::Call(ipc::MsgType type, const ipc::Encoder& body, std::string* data) {
+  uint32_t seq;
+  if (int err = SendRequest(type, body, &seq)) return err;
+  return CollectReply(seq, data);
+}
+
+}  // namespace udiag::consumer

@@ -1,0 +1,79 @@
+// A consumer's connection to udiagd: reads, writes and lists paths of the
+// daemon's virtual tracefs, streams trace_pipe, and asks for events to be
+// enabled while it is connected. What the udiag CLI (and tests) are built on.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/error_or.h"
+#include "base/scoped_fd.h"
+#include "ipc/protocol.h"
+
+namespace udiag::consumer {
+
+// True for the errors Connect() returns when nobody serves the directory:
+// no socket there, or a stale one left by a daemon that died.
+bool IsNoDaemonError(int err);
+
+class ConsumerClient {
+ public:
+  // Receives trace_pipe text in arbitrary pieces (a line may be split);
+  // returns false to stop streaming.
+  using ChunkCallback = std::function<bool(std::string_view chunk)>;
+
+  // Connects to the daemon serving `dir` (empty: the default directory, see
+  // base::ResolveDaemonDir) and introduces itself as a consumer.
+  static base::ErrorOr<ConsumerClient> Connect(const std::string& dir);
+
+  ConsumerClient(ConsumerClient&&) = default;
+  ConsumerClient& operator=(ConsumerClient&&) = default;
+
+  // Each call returns the daemon's errno, or the transport's (ECONNRESET
+  // when the daemon went away, EPROTO when it sent something unexpected).
+  base::ErrorOr<std::string> Read(const std::string& path);
+  // `append` is ">>"; otherwise ">", which for example clears `trace`.
+  int Write(const std::string& path, std::string_view text, bool append);
+  // Entries of a directory as (name, is_directory), in the daemon's order.
+  base::ErrorOr<std::vector<std::pair<std::string, bool>>> List(const std::string& path);
+
+  // Streams the trace_pipe at `path` into `on_chunk` until it returns false
+  // (result 0), the daemon fails the request or the connection breaks (its
+  // errno), or `*stop` becomes true. After a stop it keeps delivering until
+  // `drain_quiet` passes without new text, so events still on their way from
+  // a producer that just exited are not lost. The daemon goes on streaming
+  // until the connection closes, so close the client once this returns.
+  int StreamPipe(const std::string& path, const ChunkCallback& on_chunk,
+                 const std::atomic<bool>* stop = nullptr,
+                 std::chrono::milliseconds drain_quiet = std::chrono::milliseconds(0));
+
+  // Enables the events matching `glob` now and whenever one is created, until
+  // this connection closes (then they are disabled again). A bare glob matches
+  // tracepoint names ("count_*"), one with a colon matches "system:name".
+  int AutoEnable(const std::string& glob);
+
+ private:
+  explicit ConsumerClient(base::ScopedFd fd) : fd_(std::move(fd)) {}
+
+  // Sends a request and returns its sequence number through `seq`.
+  int SendRequest(ipc::MsgType type, const ipc::Encoder& body, uint32_t* seq);
+  // Receives the next message for `seq`, skipping any that belong to earlier
+  // requests (say, a pipe that was abandoned). `timeout_ms` < 0 blocks;
+  // ETIMEDOUT when nothing came in time.
+  int ReceiveFor(uint32_t seq, int timeout_ms, ipc::MessageHeader* header, std::string* body);
+  // Collects the data chunks of `seq` up to its reply; returns the reply's error.
+  int CollectReply(uint32_t seq, std::string* data);
+  // A plain request whose answer is a reply, possibly preceded by data chunks.
+  int Call(ipc::MsgType type, const ipc::Encoder& body, std::string* data = nullptr);
+
+  base::ScopedFd fd_;
+  uint32_t next_seq_ = 1;
+};
+
+}  // namespace udiag::consumer

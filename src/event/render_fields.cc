@@ -1,0 +1,103 @@
+// §13.4: the generic field printer the trace file uses for user events. The
+// record comes from an untrusted producer, so every read is bounds-checked.
+
+#include "event/event_description.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <iterator>
+
+namespace udiag::event {
+namespace {
+
+constexpr std::string_view kOverflow = "<OVERFLOW>";
+constexpr std::string_view kInvalidSize = "<INVALID-SIZE>";
+
+template <typename T>
+T Load(std::span<const uint8_t> bytes) {
+  T value;
+  std::memcpy(&value, bytes.data(), sizeof(value));
+  return value;
+}
+
+// Bytes up to the first NUL, as the kernel's "%.*s" prints them.
+std::string_view CString(std::span<const uint8_t> bytes) {
+  std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  return text.substr(0, text.find('\0'));
+}
+
+std::string HexBytes(std::span<const uint8_t> bytes) {
+  std::string text;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    fmt::format_to(std::back_inserter(text), "{}{:02x}", i == 0 ? "" : ",", bytes[i]);
+  }
+  return text;
+}
+
+std::string IntegerValue(std::span<const uint8_t> bytes) {
+  switch (bytes.size()) {
+    case 1: {
+      uint8_t c = bytes[0];
+      bool printable = c >= 0x20 && c < 0x7f;
+      return printable ? fmt::format("'{}'({})", static_cast<char>(c), c) : fmt::format("({})", c);
+    }
+    case 2:
+      return fmt::format("0x{:x} ({})", Load<uint16_t>(bytes), Load<uint16_t>(bytes));
+    case 4:
+      return fmt::format("0x{:x} ({})", Load<uint32_t>(bytes), Load<int32_t>(bytes));
+    case 8:
+      return fmt::format("0x{:x} ({})", Load<uint64_t>(bytes), Load<int64_t>(bytes));
+    default:
+      return std::string(kInvalidSize);
+  }
+}
+
+// The bytes a __data_loc / __rel_loc word refers to: a string for char types,
+// hex bytes otherwise.
+std::string LocValue(const Field& field, std::span<const uint8_t> loc_word,
+                     std::span<const uint8_t> record) {
+  if (loc_word.size() != sizeof(uint32_t)) return std::string(kInvalidSize);
+  uint32_t loc = Load<uint32_t>(loc_word);
+  uint64_t start = loc & 0xffffu;
+  if (field.kind == FieldKind::kRelLoc) start += field.offset + sizeof(uint32_t);
+  uint64_t length = loc >> 16;
+  if (start + length > record.size()) return std::string(kOverflow);
+  std::span<const uint8_t> data = record.subspan(start, length);
+  return field.is_string ? std::string(CString(data)) : HexBytes(data);
+}
+
+std::string FieldValue(const Field& field, std::span<const uint8_t> record) {
+  if (uint64_t{field.offset} + field.size > record.size()) return std::string(kOverflow);
+  std::span<const uint8_t> bytes = record.subspan(field.offset, field.size);
+  switch (field.kind) {
+    case FieldKind::kStaticArray:
+      return std::string(CString(bytes));
+    case FieldKind::kDataLoc:
+    case FieldKind::kRelLoc:
+      return LocValue(field, bytes, record);
+    case FieldKind::kInteger:
+    case FieldKind::kStruct:
+      break;
+  }
+  return IntegerValue(bytes);
+}
+
+}  // namespace
+
+std::string RenderFields(const std::vector<Field>& fields, std::span<const uint8_t> record) {
+  if (fields.empty()) return "No fields found";
+  std::string text;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    fmt::format_to(std::back_inserter(text), "{}{}={}", i == 0 ? "" : " ", fields[i].name,
+                   FieldValue(fields[i], record));
+  }
+  return text;
+}
+
+std::string RenderTraceBody(std::string_view tp_name, const std::vector<Field>& fields,
+                            std::span<const uint8_t> record) {
+  return fmt::format("{}:{}{}", tp_name, fields.empty() ? "" : " ", RenderFields(fields, record));
+}
+
+}  // namespace udiag::event

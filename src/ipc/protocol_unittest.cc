@@ -1,0 +1,71 @@
+#include "ipc/protocol.h"
+
+#include <gtest/gtest.h>
+
+namespace udiag::ipc {
+namespace {
+
+template <typename T>
+T RoundTrip(const T& in, MsgType type) {
+  Encoder e = StartMessage(type, 7);
+  in.Encode(e);
+  MessageHeader header;
+  Decoder d({});
+  EXPECT_TRUE(SplitMessage(e.bytes(), &header, &d));
+  EXPECT_EQ(header.type, type);
+  EXPECT_EQ(header.seq, 7u);
+  T out;
+  EXPECT_TRUE(out.Decode(d));
+  return out;
+}
+
+TEST(ProtocolTest, RegisterRoundTrips) {
+  RegisterRequest in{3, 0x7fff0000, 31, 4, "test u32 a"};
+  RegisterRequest out = RoundTrip(in, MsgType::kRegister);
+  EXPECT_EQ(out.flags, 3);
+  EXPECT_EQ(out.enable_addr, 0x7fff0000u);
+  EXPECT_EQ(out.enable_bit, 31);
+  EXPECT_EQ(out.enable_size, 4);
+  EXPECT_EQ(out.command, "test u32 a");
+}
+
+TEST(ProtocolTest, EventInfoRoundTrips) {
+  RegisterReply in;
+  in.write_index = 2;
+  in.status = 1;
+  in.event = {1001, 12, {{8, 1, 1}, {12, 0, 0}}};
+  RegisterReply out = RoundTrip(in, MsgType::kReply);
+  EXPECT_EQ(out.write_index, 2u);
+  EXPECT_EQ(out.event.id, 1001u);
+  ASSERT_EQ(out.event.locs.size(), 2u);
+  EXPECT_EQ(out.event.locs[1].offset, 12);
+  EXPECT_EQ(out.event.locs[0].relative, 1);
+}
+
+TEST(ProtocolTest, TruncatedBodyIsRejected) {
+  Encoder e = StartMessage(MsgType::kRegister, 1);
+  RegisterRequest{0, 0, 0, 4, "abcdef"}.Encode(e);
+  e.bytes().resize(e.bytes().size() - 3);
+  MessageHeader header;
+  Decoder d({});
+  ASSERT_TRUE(SplitMessage(e.bytes(), &header, &d));
+  RegisterRequest out;
+  EXPECT_FALSE(out.Decode(d));
+}
+
+TEST(ProtocolTest, ShortMessageHasNoHeader) {
+  MessageHeader header;
+  Decoder d({});
+  EXPECT_FALSE(SplitMessage(std::vector<uint8_t>(5), &header, &d));
+}
+
+TEST(ProtocolTest, HugeCountsAreRejected) {
+  Encoder e;
+  e.Put<uint32_t>(0xffffffff);
+  Decoder d(e.bytes());
+  InheritRequest out;
+  EXPECT_FALSE(out.Decode(d));
+}
+
+}  // namespace
+}  // namespace udiag::ipc

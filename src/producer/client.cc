@@ -1,0 +1,310 @@
+#include "producer/client.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <thread>
+
+#include "base/daemon_dir.h"
+#include "base/unix_socket.h"
+#include "producer/data_files.h"
+#include "producer/user_memory.h"
+
+namespace udiag::producer {
+
+FastState g_fast;
+
+namespace {
+
+std::mutex g_client_mu;  // creation of the singleton
+Client* g_client = nullptr;
+
+int ParseReply(const std::vector<uint8_t>& bytes, std::vector<base::ScopedFd>& fds,
+               ipc::MessageHeader* header, Reply* reply) {
+  ipc::Decoder body({});
+  if (!ipc::SplitMessage(bytes, header, &body)) return EPROTO;
+  if (reply) {
+    reply->error = header->error;
+    auto rest = body.Rest();
+    reply->body.assign(rest.begin(), rest.end());
+    reply->fds = std::move(fds);
+  }
+  return 0;
+}
+
+// Maps zeros over the status page: with the daemon gone nothing is traced,
+// and writers see that without any extra check on their path.
+void ZeroStatusPage() {
+  const uint8_t* page = g_fast.status_page.load();
+  uint32_t bytes = g_fast.status_page_bytes.load();
+  if (page && bytes) {
+    mmap(const_cast<uint8_t*>(page), bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  }
+}
+
+}  // namespace
+
+void WriteEnableBit(const LocalEnabler& en, bool on) {
+  // The word may have been unmapped since it was registered: skip it then,
+  // as the kernel skips a write that faults.
+  uint8_t probe;
+  if (CopyFromUser(&probe, en.addr, 1)) return;
+  if (en.size == 8) {
+    auto* word = reinterpret_cast<uint64_t*>(en.addr);
+    uint64_t mask = uint64_t{1} << en.bit;
+    on ? __atomic_fetch_or(word, mask, __ATOMIC_SEQ_CST) : __atomic_fetch_and(word, ~mask, __ATOMIC_SEQ_CST);
+  } else {
+    auto* word = reinterpret_cast<uint32_t*>(en.addr);
+    uint32_t mask = uint32_t{1} << en.bit;
+    on ? __atomic_fetch_or(word, mask, __ATOMIC_SEQ_CST) : __atomic_fetch_and(word, ~mask, __ATOMIC_SEQ_CST);
+  }
+}
+
+Client* Client::Get() {
+  std::lock_guard lock(g_client_mu);
+  if (g_client && !g_client->dead_) return g_client;
+  // First use, or the daemon went away: (re)connect. The old client, if
+  // any, is leaked on purpose: its agent thread may still be unwinding.
+  auto* client = new Client;
+  if (int err = client->Connect(0)) {
+    delete client;
+    errno = err;
+    return nullptr;
+  }
+  if (!g_client) pthread_atfork(&Client::AtForkPrepare, &Client::AtForkParent, &Client::AtForkChild);
+  g_client = client;
+  client->StartAgent();
+  return client;
+}
+
+int Client::Connect(int forked_from) {
+  auto fd = base::ConnectSeqpacket(base::ControlSocketPath(base::ResolveDaemonDir("")));
+  if (!fd.ok()) return fd.error() == ECONNREFUSED ? ENOENT : fd.error();
+  conn_ = std::move(fd).value();
+  ipc::Encoder hello;
+  ipc::Hello{ipc::kProtocolVersion, ipc::Role::kProducer, forked_from}.Encode(hello);
+  Reply reply;
+  if (int err = CallDirect(ipc::MsgType::kHello, &hello, {}, &reply)) return err;
+  if (reply.error) return reply.error;
+  ipc::Decoder d(reply.body);
+  ipc::HelloReply info;
+  if (!info.Decode(d) || reply.fds.size() != 2) return EPROTO;
+  void* page = mmap(nullptr, info.status_page_bytes, PROT_READ, MAP_SHARED, reply.fds[0].get(), 0);
+  if (page == MAP_FAILED) return errno;
+  g_fast.status_page.store(static_cast<const uint8_t*>(page));
+  g_fast.first_event_id.store(info.first_event_id);
+  g_fast.status_page_bytes.store(info.status_page_bytes);
+  g_fast.clock.store(info.clock);
+  g_fast.ring_bytes.store(info.ring_bytes);
+  int old_wake = g_fast.wake_fd.exchange(reply.fds[1].Release());
+  if (old_wake >= 0) close(old_wake);
+  // A forked child talks to the same daemon: its inherited data files stay valid.
+  if (forked_from == 0) g_fast.epoch.fetch_add(1);
+  g_fast.ring_generation.fetch_add(1);
+  return 0;
+}
+
+// Request/reply on the calling thread, for when no agent runs yet (start-up
+// and the forked child). Notices that arrive first are applied in order.
+int Client::CallDirect(ipc::MsgType type, const ipc::Encoder* body, std::span<const int> fds, Reply* reply) {
+  uint32_t seq = next_seq_++;
+  ipc::Encoder e = ipc::StartMessage(type, seq);
+  if (body) e.bytes().insert(e.bytes().end(), body->bytes().begin(), body->bytes().end());
+  if (int err = base::SendMessage(conn_.get(), e.bytes(), fds)) return err;
+  for (;;) {
+    std::vector<uint8_t> bytes;
+    std::vector<base::ScopedFd> got;
+    if (int err = base::ReceiveMessage(conn_.get(), &bytes, &got)) return err == ECONNRESET ? ENOTCONN : err;
+    ipc::MessageHeader header;
+    ipc::Decoder d({});
+    if (!ipc::SplitMessage(bytes, &header, &d)) return EPROTO;
+    if (header.type == ipc::MsgType::kSetStatus) {
+      HandleNotice(d);
+    } else if (header.type == ipc::MsgType::kReply && header.seq == seq) {
+      return ParseReply(bytes, got, &header, reply);
+    }
+  }
+}
+
+void Client::StartAgent() {
+  std::thread(&Client::AgentLoop, this, conn_.get()).detach();
+}
+
+int Client::Call(ipc::MsgType type, const ipc::Encoder* body, std::span<const int> fds, Reply* reply,
+                 std::function<void(const Reply&)> on_reply) {
+  PendingCall call{reply, std::move(on_reply)};
+  std::unique_lock lock(mu_);
+  if (dead_) return ENOTCONN;
+  uint32_t seq = next_seq_++;
+  ipc::Encoder e = ipc::StartMessage(type, seq);
+  if (body) e.bytes().insert(e.bytes().end(), body->bytes().begin(), body->bytes().end());
+  pending_[seq] = &call;
+  if (int err = base::SendMessage(conn_.get(), e.bytes(), fds)) {
+    pending_.erase(seq);
+    return err == EPIPE ? ENOTCONN : err;
+  }
+  replied_.wait(lock, [&] { return call.done; });
+  return 0;  // reply->error says how it went (ENOTCONN if the daemon went away)
+}
+
+void Client::AgentLoop(int fd) {
+  pthread_setname_np(pthread_self(), "udiag-agent");
+  // The agent never handles signals meant for the program.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  for (;;) {
+    std::vector<uint8_t> bytes;
+    std::vector<base::ScopedFd> fds;
+    int err = base::ReceiveMessage(fd, &bytes, &fds);
+    if (err == EMSGSIZE) continue;
+    if (err) break;
+    ipc::MessageHeader header;
+    ipc::Decoder body({});
+    if (!ipc::SplitMessage(bytes, &header, &body)) continue;
+    if (header.type == ipc::MsgType::kSetStatus) {
+      HandleNotice(body);
+      continue;
+    }
+    if (header.type != ipc::MsgType::kReply) continue;
+    std::unique_lock lock(mu_);
+    auto it = pending_.find(header.seq);
+    if (it == pending_.end()) continue;
+    PendingCall* call = it->second;
+    pending_.erase(it);
+    ParseReply(bytes, fds, &header, call->reply);
+    if (call->on_reply) {
+      lock.unlock();
+      call->on_reply(*call->reply);
+      lock.lock();
+    }
+    call->done = true;
+    replied_.notify_all();
+  }
+  Disconnected();
+}
+
+void Client::HandleNotice(ipc::Decoder& body) {
+  ipc::SetStatus notice;
+  if (!notice.Decode(body)) return;
+  ApplyStatus(notice.event_id, notice.status);
+  ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kAck, 0);
+  ipc::Ack{notice.notice}.Encode(e);
+  base::SendMessage(conn_.get(), e.bytes());
+}
+
+void Client::ApplyStatus(uint32_t event_id, uint8_t status) {
+  std::lock_guard lock(mu_);
+  for (const LocalEnabler& en : enablers_) {
+    if (en.event_id == event_id) WriteEnableBit(en, status != 0);
+  }
+}
+
+void Client::Disconnected() {
+  std::lock_guard lock(mu_);
+  dead_ = true;
+  // Nobody traces any more: bits go to 0 and writes see EBADF.
+  for (const LocalEnabler& en : enablers_) WriteEnableBit(en, false);
+  ZeroStatusPage();
+  for (auto& [_, call] : pending_) {
+    call->reply->error = ENOTCONN;
+    call->done = true;
+  }
+  pending_.clear();
+  replied_.notify_all();
+}
+
+bool Client::HasEnabler(uint64_t addr, uint8_t bit) {
+  std::lock_guard lock(mu_);
+  return std::any_of(enablers_.begin(), enablers_.end(),
+                     [&](const LocalEnabler& en) { return en.addr == addr && en.bit == bit; });
+}
+
+void Client::AddEnabler(const LocalEnabler& enabler, uint8_t status) {
+  std::lock_guard lock(mu_);
+  enablers_.push_back(enabler);
+  WriteEnableBit(enabler, status != 0);
+}
+
+uint8_t Client::RemoveEnablers(uint64_t addr, uint8_t bit) {
+  std::lock_guard lock(mu_);
+  uint8_t size = 4;
+  std::erase_if(enablers_, [&](const LocalEnabler& en) {
+    if (en.addr != addr || en.bit != bit) return false;
+    size = en.size;
+    return true;
+  });
+  return size;
+}
+
+// fork: hold our locks across it so the child never inherits one mid-update.
+void Client::AtForkPrepare() {
+  g_client_mu.lock();
+  DataFiles().mutex().lock();
+  if (g_client) g_client->mu_.lock();
+}
+
+void Client::AtForkParent() {
+  if (g_client) g_client->mu_.unlock();
+  DataFiles().mutex().unlock();
+  g_client_mu.unlock();
+}
+
+void Client::AtForkChild() {
+  if (g_client) g_client->mu_.unlock();
+  DataFiles().mutex().unlock();
+  g_client_mu.unlock();
+  // The parent's rings are not ours to write: every thread makes a new one.
+  g_fast.ring_generation.fetch_add(1);
+  if (g_client && !g_client->dead_) g_client->ReconnectAfterFork();
+}
+
+void Client::ReconnectAfterFork() {
+  // The agent thread did not survive fork and the parent's calls are not ours.
+  pending_.clear();
+  conn_.Reset();
+  if (int err = Connect(getppid())) {
+    Disconnected();
+    errno = err;
+    return;
+  }
+  InheritAfterFork();
+  StartAgent();
+}
+
+// The kernel copies the parent's enablers into the child; here the child
+// asks for the same. Data files it inherited become writable for it too.
+void Client::InheritAfterFork() {
+  for (int fd : DataFiles().Descriptors()) {
+    Reply reply;
+    int fds[] = {fd};
+    CallDirect(ipc::MsgType::kClaimDataFile, nullptr, fds, &reply);
+  }
+  if (enablers_.empty()) return;
+  ipc::InheritRequest req;
+  for (const LocalEnabler& en : enablers_) req.enablers.push_back({en.event_id, en.addr, en.bit, en.size});
+  ipc::Encoder body;
+  req.Encode(body);
+  Reply reply;
+  ipc::InheritReply statuses;
+  ipc::Decoder d(reply.body);
+  if (CallDirect(ipc::MsgType::kInheritEnablers, &body, {}, &reply) || reply.error ||
+      !(d = ipc::Decoder(reply.body), statuses.Decode(d)) || statuses.statuses.size() != enablers_.size()) {
+    for (const LocalEnabler& en : enablers_) WriteEnableBit(en, false);
+    enablers_.clear();
+    return;
+  }
+  std::vector<LocalEnabler> kept;
+  for (size_t i = 0; i < enablers_.size(); ++i) {
+    bool dropped = statuses.statuses[i] == ipc::kEnablerDropped;
+    WriteEnableBit(enablers_[i], !dropped && statuses.statuses[i] != 0);
+    if (!dropped) kept.push_back(enablers_[i]);
+  }
+  enablers_ = std::move(kept);
+}
+
+}  // namespace udiag::producer

@@ -1,0 +1,105 @@
+// The producer process's link to udiagd: one connection per process, and one
+// agent thread that reads it. The agent applies enable-bit notices to the
+// registered (addr, bit) words with atomic OR/AND — the kernel's remote
+// write, done from inside — and hands replies to the threads that asked.
+// Replies with side effects on enablers are applied by the agent too, in
+// connection order, so a notice can never overtake the registration it
+// concerns.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "base/scoped_fd.h"
+#include "ipc/protocol.h"
+
+namespace udiag::producer {
+
+// What the write path reads on every event: kept together on one cache line.
+struct alignas(64) FastState {
+  std::atomic<const uint8_t*> status_page{nullptr};  // byte per event id, read-only
+  std::atomic<uint32_t> first_event_id{0};
+  std::atomic<uint32_t> status_page_bytes{0};
+  std::atomic<uint32_t> epoch{0};            // connection to the daemon; 0 = none
+  std::atomic<uint32_t> ring_generation{1};  // bumped by fork and reconnects
+  std::atomic<uint32_t> clock{0};            // ring::ClockDomain
+  std::atomic<uint32_t> ring_bytes{0};
+  std::atomic<int> wake_fd{-1};
+};
+extern FastState g_fast;
+
+struct Reply {
+  int error = 0;
+  std::vector<uint8_t> body;
+  std::vector<base::ScopedFd> fds;
+};
+
+struct LocalEnabler {
+  uint32_t event_id;
+  uint64_t addr;
+  uint8_t bit;
+  uint8_t size;
+};
+
+class Client {
+ public:
+  // The process's client, connecting on first use: nullptr with errno set
+  // (ENOENT: no daemon; EACCES: refused) when there is none.
+  static Client* Get();
+
+  // Sends a request and waits for the reply. `on_reply` runs on the agent
+  // thread before any later message is handled.
+  int Call(ipc::MsgType type, const ipc::Encoder* body, std::span<const int> fds, Reply* reply,
+           std::function<void(const Reply&)> on_reply = {});
+
+  bool HasEnabler(uint64_t addr, uint8_t bit);
+  // Agent-thread helpers for Call's on_reply: keep the local enabler list
+  // and the bits in memory right.
+  void AddEnabler(const LocalEnabler& enabler, uint8_t status);
+  // Returns the word size of the enablers removed (4 if none matched).
+  uint8_t RemoveEnablers(uint64_t addr, uint8_t bit);
+
+  // Called in a forked child: a new connection that inherits the parent's
+  // enablers and data files.
+  void ReconnectAfterFork();
+
+ private:
+  struct PendingCall {
+    Reply* reply;
+    std::function<void(const Reply&)> on_reply;
+    bool done = false;
+  };
+
+  Client() = default;
+  int Connect(int forked_from);
+  int CallDirect(ipc::MsgType type, const ipc::Encoder* body, std::span<const int> fds, Reply* reply);
+  void StartAgent();
+  void AgentLoop(int fd);
+  void HandleNotice(ipc::Decoder& body);
+  void Disconnected();
+  void ApplyStatus(uint32_t event_id, uint8_t status);
+  void InheritAfterFork();
+
+  static void AtForkPrepare();
+  static void AtForkParent();
+  static void AtForkChild();
+
+  std::mutex mu_;  // guards everything below
+  std::condition_variable replied_;
+  base::ScopedFd conn_;
+  uint32_t next_seq_ = 1;
+  std::map<uint32_t, PendingCall*> pending_;
+  std::vector<LocalEnabler> enablers_;
+  bool dead_ = false;
+};
+
+// Atomically sets or clears the enabler's bit in this process's memory.
+void WriteEnableBit(const LocalEnabler& enabler, bool on);
+
+}  // namespace udiag::producer

@@ -1,0 +1,31 @@
+// Each producer thread's ring, created on its first enabled write and handed
+// to the daemon; marked closed when the thread exits so the daemon frees it
+// once drained. A fork or a reconnect bumps the ring generation, and each
+// thread then makes a fresh ring instead of writing into its parent's.
+#pragma once
+
+#include "producer/client.h"
+#include "ring/ring_writer.h"
+
+namespace udiag::producer {
+
+struct ThreadRing {
+  ring::RingWriter writer;
+  ring::RingMapping mapping{-1, nullptr, 0};
+  uint32_t generation = 0;
+  ~ThreadRing();
+};
+
+inline thread_local ThreadRing t_ring;
+
+// Creates this thread's ring for the current generation; false on failure.
+bool RenewThreadRing();
+
+inline ring::RingWriter* CurrentThreadRing() {
+  if (t_ring.generation == g_fast.ring_generation.load(std::memory_order_relaxed)) [[likely]] {
+    return &t_ring.writer;
+  }
+  return RenewThreadRing() ? &t_ring.writer : nullptr;
+}
+
+}  // namespace udiag::producer

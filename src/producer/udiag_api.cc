@@ -1,0 +1,146 @@
+// The C ABI of include/udiag/udiag.h: open, ioctl and close of data files.
+// Registration follows the kernel's DIAG_IOCSREG check order (spec §6).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "event/event_description.h"
+#include "producer/client.h"
+#include "producer/data_files.h"
+#include "producer/user_memory.h"
+#include "udiag/udiag.h"
+
+namespace udiag::producer {
+namespace {
+
+// The largest user address on x86-64 with 4-level paging: the kernel's
+// access_ok() limit.
+constexpr uint64_t kTaskSize = 0x7ffffffff000ULL;
+
+int Fail(int err) {
+  errno = err;
+  return -1;
+}
+
+// Reads an extensible struct the way copy_struct_from_user does.
+int CopyStruct(uint64_t addr, void* dst, size_t known) {
+  uint32_t size;
+  if (CopyFromUser(&size, addr, sizeof(size))) return EFAULT;
+  if (size > static_cast<uint64_t>(sysconf(_SC_PAGESIZE))) return E2BIG;
+  if (size < known) return EINVAL;
+  if (CopyFromUser(dst, addr, known)) return EFAULT;
+  for (uint64_t off = known; off < size; ++off) {
+    uint8_t byte;
+    if (CopyFromUser(&byte, addr + off, 1)) return EFAULT;
+    if (byte) return E2BIG;
+  }
+  return 0;
+}
+
+EventSlot SlotFrom(const ipc::EventInfo& info) { return EventSlot{info.id, info.min_size, info.locs}; }
+
+void Remember(int fd, uint32_t index, const ipc::EventInfo& info) {
+  std::lock_guard lock(DataFiles().mutex());
+  DataFiles().FindOrAdd(fd, g_fast.epoch.load())->Set(index, SlotFrom(info));
+}
+
+int Register(Client& client, int fd, uint64_t arg) {
+  user_reg reg;
+  if (int err = CopyStruct(arg, &reg, sizeof(reg))) return err;
+  if (reg.flags & ~(USER_EVENT_REG_MAX - 1)) return EINVAL;
+  if (reg.enable_size != 4 && reg.enable_size != 8) return EINVAL;
+  if (reg.enable_addr % reg.enable_size) return EINVAL;
+  if (reg.enable_bit > reg.enable_size * 8 - 1) return EINVAL;
+  if (reg.enable_addr + reg.enable_size > kTaskSize) return EFAULT;
+  if (client.HasEnabler(reg.enable_addr, reg.enable_bit)) return EADDRINUSE;
+  ipc::RegisterRequest req{reg.flags, reg.enable_addr, reg.enable_bit, reg.enable_size, {}};
+  if (int err = CopyStringFromUser(reg.name_args, event::kMaxCommandBytes, &req.command)) return err;
+  // The agent will write the bit as soon as the reply arrives, so the word
+  // must be writable now (the kernel finds out after parsing; see compat.md).
+  if (!IsWritable(reg.enable_addr, reg.enable_size)) return EFAULT;
+
+  ipc::Encoder body;
+  req.Encode(body);
+  Reply reply;
+  ipc::RegisterReply out;
+  int fds[] = {fd};
+  LocalEnabler enabler{0, reg.enable_addr, reg.enable_bit, reg.enable_size};
+  int err = client.Call(ipc::MsgType::kRegister, &body, fds, &reply, [&](const Reply& r) {
+    ipc::Decoder d(r.body);
+    if (r.error || !out.Decode(d)) return;
+    enabler.event_id = out.event.id;
+    Remember(fd, out.write_index, out.event);
+    client.AddEnabler(enabler, out.status);
+  });
+  if (err) return err;
+  if (reply.error) return reply.error;
+  CopyToUser(arg + offsetof(user_reg, write_index), &out.write_index, sizeof(out.write_index));
+  return 0;
+}
+
+int Unregister(Client& client, uint64_t arg) {
+  user_unreg unreg;
+  if (int err = CopyStruct(arg, &unreg, sizeof(unreg))) return err;
+  if (unreg.__reserved || unreg.__reserved2) return EINVAL;
+  ipc::Encoder body;
+  ipc::UnregisterRequest{unreg.disable_addr, unreg.disable_bit}.Encode(body);
+  Reply reply;
+  uint8_t size = 0;
+  int err = client.Call(ipc::MsgType::kUnregister, &body, {}, &reply, [&](const Reply& r) {
+    if (!r.error) size = client.RemoveEnablers(unreg.disable_addr, unreg.disable_bit);
+  });
+  if (err || reply.error) return err ? err : reply.error;
+  // The kernel clears the bit on the way out, whatever the event's state.
+  if (!IsWritable(unreg.disable_addr, size)) return EFAULT;
+  WriteEnableBit({0, unreg.disable_addr, unreg.disable_bit, size}, false);
+  return 0;
+}
+
+int Delete(Client& client, uint64_t arg) {
+  ipc::NameRequest req;
+  if (int err = CopyStringFromUser(arg, event::kMaxCommandBytes, &req.name)) return err;
+  ipc::Encoder body;
+  req.Encode(body);
+  Reply reply;
+  if (int err = client.Call(ipc::MsgType::kDelete, &body, {}, &reply)) return err;
+  return reply.error;
+}
+
+}  // namespace
+}  // namespace udiag::producer
+
+using namespace udiag::producer;
+
+extern "C" int udiag_open(void) {
+  Client* client = Client::Get();
+  if (!client) return -1;
+  Reply reply;
+  if (int err = client->Call(udiag::ipc::MsgType::kOpenDataFile, nullptr, {}, &reply)) return Fail(err);
+  if (reply.error) return Fail(reply.error);
+  if (reply.fds.size() != 1) return Fail(EPROTO);
+  int fd = reply.fds[0].Release();
+  // Like an open() without O_CLOEXEC: the descriptor survives exec.
+  fcntl(fd, F_SETFD, 0);
+  std::lock_guard lock(DataFiles().mutex());
+  DataFiles().FindOrAdd(fd, g_fast.epoch.load());
+  return fd;
+}
+
+extern "C" int udiag_ioctl(int fd, unsigned long request, void* arg) {
+  if (request != DIAG_IOCSREG && request != DIAG_IOCSDEL && request != DIAG_IOCSUNREG) return Fail(ENOTTY);
+  if (fd < 0 || fcntl(fd, F_GETFD) < 0) return Fail(EBADF);
+  Client* client = Client::Get();
+  if (!client) return Fail(EBADF);
+  auto addr = reinterpret_cast<uint64_t>(arg);
+  int err = request == DIAG_IOCSREG   ? Register(*client, fd, addr)
+            : request == DIAG_IOCSDEL ? Delete(*client, addr)
+                                      : Unregister(*client, addr);
+  return err ? Fail(err) : 0;
+}
+
+extern "C" int udiag_close(int fd) {
+  DataFiles().Remove(fd);
+  return close(fd);
+}

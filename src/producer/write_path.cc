@@ -1,0 +1,135 @@
+// udiag_write/udiag_writev: the enabled fast path. The checks and their order
+// are the kernel's (spec §9.2); the record goes into this thread's ring with
+// no system call. Everything the daemon relies on it checks again.
+#include <sched.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "base/tsc.h"
+#include "producer/client.h"
+#include "producer/data_files.h"
+#include "producer/thread_ring.h"
+#include "udiag/udiag.h"
+
+namespace udiag::producer {
+namespace {
+
+ssize_t Fail(int err) {
+  errno = err;
+  return -1;
+}
+
+// Asks the daemon what `index` on `fd` is: for a descriptor this process
+// did not open itself (inherited across exec, dup'ed) or an index another
+// process registered on a shared data file.
+const EventSlot* DescribeIndex(int fd, uint32_t index) {
+  Client* client = Client::Get();
+  if (!client) return nullptr;
+  ipc::Encoder body;
+  ipc::DescribeIndexRequest{index}.Encode(body);
+  Reply reply;
+  int fds[] = {fd};
+  if (client->Call(ipc::MsgType::kDescribeIndex, &body, fds, &reply) || reply.error) {
+    errno = reply.error ? reply.error : ENOTCONN;
+    return nullptr;
+  }
+  ipc::EventInfo info;
+  ipc::Decoder d(reply.body);
+  if (!info.Decode(d)) return nullptr;
+  std::lock_guard lock(DataFiles().mutex());
+  DataFileMirror* mirror = DataFiles().FindOrAdd(fd, g_fast.epoch.load());
+  mirror->Set(index, EventSlot{info.id, info.min_size, info.locs});
+  return mirror->Find(index);
+}
+
+// Copies `len` bytes starting at byte `skip` of the iovecs into `dst`.
+void Gather(uint8_t* dst, const iovec* iov, int cnt, size_t skip, size_t len) {
+  for (int i = 0; i < cnt && len; ++i) {
+    size_t n = iov[i].iov_len;
+    if (skip >= n) {
+      skip -= n;
+      continue;
+    }
+    size_t take = std::min(n - skip, len);
+    std::memcpy(dst, static_cast<const uint8_t*>(iov[i].iov_base) + skip, take);
+    dst += take;
+    len -= take;
+    skip = 0;
+  }
+}
+
+void Wake() {
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(g_fast.wake_fd.load(std::memory_order_relaxed), &one, sizeof(one));
+}
+
+ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
+  if (cnt < 0 || cnt > IOV_MAX) return Fail(EINVAL);
+  size_t total = 0;
+  for (int i = 0; i < cnt; ++i) {
+    if (iov[i].iov_len > SSIZE_MAX - total) return Fail(EINVAL);
+    total += iov[i].iov_len;
+  }
+  if (total < sizeof(int32_t)) return Fail(EFAULT);
+  int32_t index;
+  if (iov[0].iov_len >= sizeof(index)) {
+    std::memcpy(&index, iov[0].iov_base, sizeof(index));
+  } else {
+    Gather(reinterpret_cast<uint8_t*>(&index), iov, cnt, 0, sizeof(index));
+  }
+  if (index < 0) return Fail(EINVAL);
+
+  DataFileMirror* file = DataFiles().Find(fd);
+  const EventSlot* slot = file ? file->Find(index) : nullptr;
+  if (file && file->epoch() != g_fast.epoch.load(std::memory_order_relaxed)) return Fail(EBADF);
+  if (!slot && !(slot = DescribeIndex(fd, index))) return Fail(errno == ENOTCONN ? EBADF : errno);
+
+  size_t payload = total - sizeof(index);
+  if (payload < slot->min_size) return Fail(EINVAL);
+  uint32_t slot_index = slot->id - g_fast.first_event_id.load(std::memory_order_relaxed);
+  if (slot_index >= g_fast.status_page_bytes.load(std::memory_order_relaxed) ||
+      !g_fast.status_page.load(std::memory_order_relaxed)[slot_index]) {
+    return Fail(EBADF);
+  }
+
+  ring::RingWriter* ring = CurrentThreadRing();
+  if (!ring) return Fail(ENOMEM);
+  uint32_t cpu;
+  uint64_t ts;
+  if (g_fast.clock.load(std::memory_order_relaxed) == static_cast<uint32_t>(ring::ClockDomain::kTsc)) {
+    ts = base::ReadTsc(&cpu);
+  } else {
+    ts = base::MonotonicNs();
+    cpu = sched_getcpu();
+  }
+  // A record too big for the trace is dropped but the write succeeds, as in
+  // the kernel; the ring counts it lost, so readers are told.
+  uint8_t* dst = ring->Reserve(payload, slot->id, cpu, ts);
+  if (!dst) return total;
+  Gather(dst, iov, cnt, sizeof(index), payload);
+  // Loc words are checked in the ring copy, so the caller cannot change the
+  // data between check and use. The 8 bytes before the payload stand in for
+  // the common header (the daemon re-checks with the real one).
+  if (!slot->locs.empty() &&
+      !event::LocsValid(slot->locs.data(), slot->locs.size(), dst - 8, 8 + payload)) {
+    ring->Abandon();
+    return Fail(EFAULT);
+  }
+  if (ring->Commit()) Wake();
+  return total;
+}
+
+}  // namespace
+}  // namespace udiag::producer
+
+extern "C" ssize_t udiag_writev(int fd, const struct iovec* iov, int iovcnt) {
+  return udiag::producer::WriteEvent(fd, iov, iovcnt);
+}
+
+extern "C" ssize_t udiag_write(int fd, const void* buf, size_t count) {
+  iovec iov{const_cast<void*>(buf), count};
+  return udiag::producer::WriteEvent(fd, &iov, 1);
+}

@@ -1,0 +1,152 @@
+#include "ring/ring_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace udiag::ring {
+namespace {
+
+bool IsPowerOfTwo(uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
+
+// The fields the producer writes once, read once: the live header may change.
+struct FixedFields {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t data_size;
+  uint32_t tid;
+  uint32_t clock;
+};
+static_assert(offsetof(RingHeader, clock) + sizeof(uint32_t) == sizeof(FixedFields));
+
+}  // namespace
+
+base::ErrorOr<std::unique_ptr<RingReader>> RingReader::Map(int memfd) {
+  constexpr int kNeededSeals = F_SEAL_SHRINK | F_SEAL_GROW;
+  const int seals = fcntl(memfd, F_GET_SEALS);
+  if (seals < 0 || (seals & kNeededSeals) != kNeededSeals) return base::Errno{EPERM};
+
+  struct stat st;
+  if (fstat(memfd, &st) != 0) return base::Errno{errno};
+  const uint64_t file_bytes = static_cast<uint64_t>(st.st_size);
+  if (file_bytes < kHeaderBytes + kMinDataSize || file_bytes > kHeaderBytes + kMaxDataSize ||
+      !IsPowerOfTwo(file_bytes - kHeaderBytes)) {
+    return base::Errno{EINVAL};
+  }
+
+  void* base = mmap(nullptr, file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+  if (base == MAP_FAILED) return base::Errno{errno};
+  const auto* header = static_cast<const RingHeader*>(base);
+  FixedFields fixed;
+  std::memcpy(&fixed, base, sizeof(fixed));
+  const uint64_t tail = header->tail.load(std::memory_order_relaxed);
+  int error = 0;
+  if (fixed.magic != kRingMagic || fixed.version != kRingVersion) {
+    error = EPROTO;
+  } else if (fixed.data_size != file_bytes - kHeaderBytes) {
+    error = EINVAL;
+  } else if ((fixed.clock != static_cast<uint32_t>(ClockDomain::kTsc) &&
+              fixed.clock != static_cast<uint32_t>(ClockDomain::kMonotonic)) ||
+             tail % kRecordAlign != 0) {
+    error = EPROTO;
+  }
+  if (error != 0) {
+    munmap(base, file_bytes);
+    return base::Errno{error};
+  }
+  return std::unique_ptr<RingReader>(new RingReader(base, file_bytes, fixed.data_size, fixed.tid,
+                                                    static_cast<ClockDomain>(fixed.clock), tail));
+}
+
+RingReader::RingReader(void* base, size_t map_bytes, uint32_t data_size, uint32_t tid,
+                       ClockDomain clock, uint64_t tail)
+    : header_(static_cast<RingHeader*>(base)),
+      data_(static_cast<const uint8_t*>(base) + kHeaderBytes),
+      map_bytes_(map_bytes),
+      size_(data_size),
+      mask_(data_size - 1),
+      tid_(tid),
+      clock_(clock),
+      tail_(tail),
+      published_tail_(tail),
+      head_(tail) {}
+
+RingReader::~RingReader() { munmap(header_, map_bytes_); }
+
+bool RingReader::Next(RecordView* view) {
+  while (!broken_) {
+    if (tail_ == head_) {
+      PublishTail();
+      if (!LoadHead() || tail_ == head_) return false;
+    }
+    // tail_ and head_ are 8-aligned and data_size a multiple of 8, so both
+    // to_end and avail are at least 8: enough for size and type.
+    const uint64_t pos = tail_ & mask_;
+    const uint64_t to_end = size_ - pos;
+    const uint64_t avail = head_ - tail_;
+    RecordHeader header{};
+    std::memcpy(&header, data_ + pos, std::min<uint64_t>({sizeof(header), to_end, avail}));
+    if (header.type == kPaddingType) {
+      if (pos == 0 || header.size != to_end || to_end > avail) break;
+      tail_ += to_end;
+      continue;
+    }
+    const uint64_t bytes = AlignRecord(header.size);
+    if (header.size < sizeof(RecordHeader) || header.size > sizeof(RecordHeader) + kMaxPayload ||
+        bytes > to_end || bytes > avail) {
+      break;
+    }
+    const uint32_t payload_len = header.size - sizeof(RecordHeader);
+    std::memcpy(buffer_, data_ + pos + sizeof(RecordHeader), payload_len);
+    tail_ += bytes;
+    *view = {header.type, header.cpu, header.timestamp, {buffer_, payload_len}};
+    return true;
+  }
+  broken_ = true;
+  return false;
+}
+
+bool RingReader::LoadHead() {
+  const uint64_t head = header_->head.load(std::memory_order_acquire);
+  if (head < head_ || head - tail_ > size_ || head % kRecordAlign != 0) {
+    broken_ = true;
+    return false;
+  }
+  head_ = head;
+  return true;
+}
+
+void RingReader::PublishTail() {
+  if (tail_ == published_tail_) return;
+  header_->tail.store(tail_, std::memory_order_release);
+  published_tail_ = tail_;
+}
+
+uint64_t RingReader::TakeLost() {
+  const uint64_t lost = header_->lost.load(std::memory_order_relaxed);
+  if (lost <= lost_seen_) return 0;
+  const uint64_t increase = lost - lost_seen_;
+  lost_seen_ = lost;
+  return increase;
+}
+
+bool RingReader::closed() const { return header_->closed.load(std::memory_order_acquire) != 0; }
+
+bool RingReader::empty() const {
+  // seq_cst: ordered after the seq_cst store of SetConsumerSleeping(true).
+  return broken_ || (tail_ == head_ && header_->head.load(std::memory_order_seq_cst) == tail_);
+}
+
+void RingReader::SetConsumerSleeping(bool sleeping) {
+  if (sleeping) {
+    header_->consumer_sleeping.store(1, std::memory_order_seq_cst);
+  } else {
+    header_->consumer_sleeping.store(0, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace udiag::ring

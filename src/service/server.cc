@@ -1,0 +1,756 @@
+#include "service/server.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <fnmatch.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "base/daemon_dir.h"
+#include "base/errno_name.h"
+#include "base/tsc.h"
+#include "event/event_description.h"
+#include "udiag/udiag.h"
+
+namespace udiag::service {
+namespace {
+
+using base::Errno;
+using base::ErrorOr;
+using base::ScopedFd;
+
+// Drain pacing: poll quickly while producers are active, back off when they
+// go quiet, and sleep (producers wake us) after a stretch of silence.
+constexpr uint64_t kMinPollNs = 50'000;
+constexpr uint64_t kMaxPollNs = 1'000'000;
+constexpr uint64_t kIdleBeforeSleepNs = 20'000'000;
+// Safety net for a wake-up lost to the producer's unfenced check.
+constexpr uint64_t kSleepTimeoutNs = 250'000'000;
+// How long a request waits for producers to acknowledge enable-bit changes.
+constexpr uint64_t kAckTimeoutNs = 1'000'000'000;
+constexpr size_t kMaxOutboxBytes = 64 << 20;
+constexpr size_t kMaxRingsPerProcess = 4096;
+constexpr size_t kChunkBytes = base::kMaxMessageBytes - sizeof(ipc::MessageHeader) - 64;
+
+// Dispatch tags for epoll: the low bits say which kind of fd it is.
+enum Tag : uint64_t { kListener = 1, kWake, kSignals, kConnection, kDataFile };
+uint64_t Pack(Tag tag, uint64_t value) { return value << 8 | tag; }
+
+int AddToEpoll(int epoll, int fd, uint32_t events, uint64_t data) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = data;
+  return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &ev) < 0 ? errno : 0;
+}
+
+ino_t InodeOf(int fd) {
+  struct stat st;
+  return fstat(fd, &st) == 0 ? st.st_ino : 0;
+}
+
+// A per-user daemon's directory must be ours and private; a system one ours
+// and not writable by others.
+int PrepareDirectory(const std::string& dir, bool system) {
+  if (mkdir(dir.c_str(), system ? 0755 : 0700) < 0 && errno != EEXIST) return errno;
+  struct stat st;
+  if (lstat(dir.c_str(), &st) < 0) return errno;
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) return EPERM;
+  if (!system && (st.st_mode & 077) && chmod(dir.c_str(), 0700) < 0) return errno;
+  if (system && (st.st_mode & 022) && chmod(dir.c_str(), 0755) < 0) return errno;
+  return 0;
+}
+
+}  // namespace
+
+Server::Server(const ServerOptions& options) : options_(options) {}
+
+Server::~Server() {
+  if (listener_) unlink(base::ControlSocketPath(options_.dir).c_str());
+  if (lock_) unlink(base::LockFilePath(options_.dir).c_str());
+}
+
+ErrorOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
+  std::unique_ptr<Server> server(new Server(options));
+  if (int err = server->Init()) return Errno{err};
+  return server;
+}
+
+int Server::Init() {
+  bool system = options_.policy.owner == 0;
+  if (int err = PrepareDirectory(options_.dir, system)) {
+    fmt::print(stderr, "udiagd: cannot use directory {}: {}\n", options_.dir, base::DescribeErrno(err));
+    return err;
+  }
+  std::string lock_path = base::LockFilePath(options_.dir);
+  lock_.Reset(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (!lock_) return errno;
+  if (flock(lock_.get(), LOCK_EX | LOCK_NB) < 0) {
+    char pid[32] = {};
+    ssize_t n = pread(lock_.get(), pid, sizeof(pid) - 1, 0);
+    std::string who = n > 0 ? std::string(pid, strcspn(pid, "\n")) : "?";
+    fmt::print(stderr, "udiagd: another udiagd (pid {}) is already running on {}\n", who, options_.dir);
+    lock_.Release();  // not ours: do not unlink it on the way out
+    return EADDRINUSE;
+  }
+  std::string pid = fmt::format("{}\n", getpid());
+  if (ftruncate(lock_.get(), 0) < 0 || pwrite(lock_.get(), pid.data(), pid.size(), 0) < 0) return errno;
+
+  auto page = StatusPage::Create(EventRegistry::kFirstId, EventRegistry::kDefaultMaxEvents);
+  if (!page.ok()) return page.error();
+  status_page_ = std::make_unique<StatusPage>(std::move(page).value());
+  registry_ = std::make_unique<EventRegistry>(status_page_.get(), this);
+  instances_ = std::make_unique<InstanceSet>(registry_.get());
+  tree_ = std::make_unique<TracefsTree>(registry_.get(), instances_.get(),
+                                        [this](uint32_t tid) { return CommOf(tid); });
+
+  clock_domain_ = base::InvariantTscAvailable() ? ring::ClockDomain::kTsc : ring::ClockDomain::kMonotonic;
+  epoll_.Reset(epoll_create1(EPOLL_CLOEXEC));
+  wake_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  signals_.Reset(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!epoll_ || !wake_ || !signals_) return errno;
+
+  std::string socket_path = base::ControlSocketPath(options_.dir);
+  auto listener = base::ListenSeqpacket(socket_path);
+  if (!listener.ok()) {
+    fmt::print(stderr, "udiagd: cannot listen on {}: {}\n", socket_path, base::DescribeErrno(listener.error()));
+    return listener.error();
+  }
+  listener_ = std::move(listener).value();
+  // Access is decided per peer from its credentials; the socket itself is
+  // open to everyone who can reach the directory.
+  chmod(socket_path.c_str(), system ? 0666 : 0600);
+
+  if (int err = AddToEpoll(epoll_.get(), listener_.get(), EPOLLIN, Pack(kListener, 0))) return err;
+  if (int err = AddToEpoll(epoll_.get(), wake_.get(), EPOLLIN, Pack(kWake, 0))) return err;
+  if (int err = AddToEpoll(epoll_.get(), signals_.get(), EPOLLIN, Pack(kSignals, 0))) return err;
+  return 0;
+}
+
+int Server::Run() {
+  uint64_t poll_ns = kMinPollNs;
+  uint64_t last_activity = base::MonotonicNs();
+  bool sleeping = false;
+  epoll_event events[64];
+  while (running_) {
+    uint64_t timeout = sleeping ? kSleepTimeoutNs : poll_ns;
+    if (!deferred_.empty()) timeout = std::min<uint64_t>(timeout, kMinPollNs * 20);
+    timespec ts{static_cast<time_t>(timeout / 1'000'000'000), static_cast<long>(timeout % 1'000'000'000)};
+    int n = epoll_pwait2(epoll_.get(), events, 64, &ts, nullptr);
+    if (n < 0 && errno != EINTR) return 1;
+    if (sleeping) {
+      SetRingsSleeping(false);
+      sleeping = false;
+    }
+    for (int i = 0; i < n; ++i) {
+      uint64_t data = events[i].data.u64;
+      uint64_t value = data >> 8;
+      switch (static_cast<Tag>(data & 0xff)) {
+        case kListener:
+          Accept();
+          break;
+        case kWake: {
+          uint64_t count;
+          [[maybe_unused]] ssize_t r = read(wake_.get(), &count, sizeof(count));
+          break;
+        }
+        case kSignals:
+          running_ = false;
+          break;
+        case kConnection: {
+          auto it = connections_.find(value);
+          if (it == connections_.end()) break;
+          if (events[i].events & EPOLLOUT) FlushOutbox(*it->second);
+          if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) HandleReadable(*it->second);
+          break;
+        }
+        case kDataFile:
+          HandleDataFileHangup(static_cast<int>(value));
+          break;
+      }
+    }
+    tsc_clock_.Sample();
+    size_t drained = DrainRings();
+    registry_->CollectGarbage();
+    PumpPipes();
+    ResolveDeferred(false);
+
+    uint64_t now = base::MonotonicNs();
+    if (drained > 0) {
+      last_activity = now;
+      poll_ns = kMinPollNs;
+    } else {
+      poll_ns = std::min(poll_ns * 2, kMaxPollNs);
+      if (now - last_activity > kIdleBeforeSleepNs && deferred_.empty()) {
+        SetRingsSleeping(true);
+        // Anything committed before the flag was visible is drained now.
+        if (DrainRings() == 0) {
+          sleeping = true;
+        } else {
+          SetRingsSleeping(false);
+          last_activity = now;
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+void Server::SetRingsSleeping(bool sleeping) {
+  for (auto& r : rings_) r.reader->SetConsumerSleeping(sleeping);
+}
+
+void Server::Accept() {
+  for (;;) {
+    auto fd = base::AcceptSeqpacket(listener_.get());
+    if (!fd.ok()) return;
+    auto peer = base::GetPeerCredentials(fd->get());
+    if (!peer.ok()) continue;
+    auto conn = std::make_unique<Connection>();
+    conn->id = next_conn_id_++;
+    conn->peer = peer.value();
+    conn->caller = options_.policy.Evaluate(conn->peer);
+    int sndbuf = 4 << 20;
+    setsockopt(fd->get(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+    conn->fd = std::move(fd).value();
+    if (AddToEpoll(epoll_.get(), conn->fd.get(), EPOLLIN, Pack(kConnection, conn->id))) continue;
+    conn_by_fd_[conn->fd.get()] = conn->id;
+    connections_[conn->id] = std::move(conn);
+  }
+}
+
+void Server::HandleReadable(Connection& conn) {
+  uint64_t id = conn.id;
+  std::vector<uint8_t> bytes;
+  std::vector<ScopedFd> fds;
+  // A bounded batch per wake-up so one chatty client cannot starve the rest.
+  for (int i = 0; i < 64; ++i) {
+    int err = base::ReceiveMessage(conn.fd.get(), &bytes, &fds, /*dontwait=*/true);
+    if (err == EAGAIN) return;
+    if (err) {
+      CloseConnection(id);
+      return;
+    }
+    HandleMessage(conn, bytes, fds);
+    if (!connections_.contains(id)) return;
+  }
+}
+
+void Server::HandleMessage(Connection& conn, const std::vector<uint8_t>& bytes,
+                           std::vector<ScopedFd>& fds) {
+  ipc::MessageHeader header;
+  ipc::Decoder body({});
+  if (!ipc::SplitMessage(bytes, &header, &body)) {
+    CloseConnection(conn.id);
+    return;
+  }
+  using ipc::MsgType;
+  if (!conn.greeted && header.type != MsgType::kHello) {
+    SendReply(conn, header.seq, EPROTO);
+    return;
+  }
+  bool producer_op = header.type >= MsgType::kOpenDataFile && header.type < MsgType::kTreeRead;
+  if (producer_op && (conn.role != ipc::Role::kProducer || !conn.caller.producer)) {
+    SendReply(conn, header.seq, EACCES);
+    return;
+  }
+  current_request_ = &conn;
+  current_awaiting_.clear();
+  int err = 0;
+  bool replied = false;  // handlers that stream or reply with a body do it themselves
+  switch (header.type) {
+    case MsgType::kHello: err = OnHello(conn, body, header.seq); replied = err == 0; break;
+    case MsgType::kOpenDataFile: err = OnOpenDataFile(conn, header.seq); replied = err == 0; break;
+    case MsgType::kRegister: err = OnRegister(conn, body, fds, header.seq); replied = err == 0; break;
+    case MsgType::kUnregister: err = OnUnregister(conn, body); break;
+    case MsgType::kDelete: {
+      ipc::NameRequest req;
+      err = !req.Decode(body) ? EPROTO
+            : req.name.size() >= event::kMaxCommandBytes ? EINVAL
+            : registry_->DeleteByName(req.name, conn.caller.privileged);
+      break;
+    }
+    case MsgType::kDescribeIndex: err = OnDescribeIndex(conn, body, fds, header.seq); replied = err == 0; break;
+    case MsgType::kClaimDataFile: err = OnClaimDataFile(conn, fds); break;
+    case MsgType::kAddRing: err = OnAddRing(conn, fds); break;
+    case MsgType::kInheritEnablers: err = OnInheritEnablers(conn, body, header.seq); replied = err == 0; break;
+    case MsgType::kAck: OnAck(conn, body); replied = true; break;
+    case MsgType::kTreeRead: err = OnTreeRead(conn, body, header.seq); replied = err == 0; break;
+    case MsgType::kTreeList: err = OnTreeList(conn, body, header.seq); replied = err == 0; break;
+    case MsgType::kTreePipe: err = OnTreePipe(conn, body, header.seq); replied = err == 0; break;
+    case MsgType::kTreeWrite: {
+      ipc::TreeWriteRequest req;
+      err = req.Decode(body) ? tree_->Write(req.path, req.text, req.append, conn.caller) : EPROTO;
+      break;
+    }
+    case MsgType::kAutoEnable: err = OnAutoEnable(conn, body); break;
+    default: err = EOPNOTSUPP; break;
+  }
+  current_request_ = nullptr;
+  if (replied) return;
+  if (err == 0 && !current_awaiting_.empty()) {
+    deferred_.push_back({conn.id, header.seq, std::move(current_awaiting_),
+                         base::MonotonicNs() + kAckTimeoutNs});
+    current_awaiting_.clear();
+    return;
+  }
+  SendReply(conn, header.seq, err);
+}
+
+int Server::OnHello(Connection& conn, ipc::Decoder& body, uint32_t seq) {
+  ipc::Hello hello;
+  if (!hello.Decode(body) || conn.greeted) return EPROTO;
+  if (hello.version != ipc::kProtocolVersion) return EPROTONOSUPPORT;
+  if (hello.role == ipc::Role::kProducer && !conn.caller.producer) return EACCES;
+  conn.role = hello.role;
+  conn.greeted = true;
+  if (options_.verbose) {
+    fmt::print(stderr, "udiagd: {} pid {} uid {} connected\n",
+               hello.role == ipc::Role::kProducer ? "producer" : "consumer", conn.peer.pid, conn.peer.uid);
+  }
+  if (hello.role != ipc::Role::kProducer) {
+    SendReply(conn, seq, 0);
+    return 0;
+  }
+  ipc::HelloReply reply;
+  reply.first_event_id = status_page_->first_id();
+  reply.status_page_bytes = status_page_->capacity();
+  reply.clock = static_cast<uint32_t>(clock_domain_);
+  reply.ring_bytes = options_.ring_bytes;
+  ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kReply, seq);
+  reply.Encode(e);
+  int fds[] = {status_page_->fd(), wake_.get()};
+  if (int err = base::SendMessage(conn.fd.get(), e.bytes(), fds)) return err;
+  return 0;
+}
+
+int Server::OnOpenDataFile(Connection& conn, uint32_t seq) {
+  auto file = std::make_unique<DataFile>();
+  ScopedFd producer_end;
+  if (int err = base::SeqpacketPair(&file->daemon_end, &producer_end)) return err;
+  file->producer_inode = InodeOf(producer_end.get());
+  shutdown(file->daemon_end.get(), SHUT_WR);
+  int fd = file->daemon_end.get();
+  if (int err = AddToEpoll(epoll_.get(), fd, EPOLLIN | EPOLLRDHUP, Pack(kDataFile, fd))) return err;
+  data_files_[fd] = std::move(file);
+  ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kReply, seq);
+  int fds[] = {producer_end.get()};
+  if (int err = base::SendMessage(conn.fd.get(), e.bytes(), fds)) {
+    HandleDataFileHangup(fd);
+    return err;
+  }
+  return 0;
+}
+
+Server::DataFile* Server::FindDataFile(const std::vector<ScopedFd>& fds) {
+  if (fds.size() != 1) return nullptr;
+  ino_t inode = InodeOf(fds[0].get());
+  for (auto& [_, file] : data_files_) {
+    if (file->producer_inode == inode) return file.get();
+  }
+  return nullptr;
+}
+
+ipc::EventInfo Server::DescribeEvent(const Event& event) const {
+  return ipc::EventInfo{event.id, event.desc.min_size, event.locs};
+}
+
+int Server::OnRegister(Connection& conn, ipc::Decoder& body, std::vector<ScopedFd>& fds, uint32_t seq) {
+  ipc::RegisterRequest req;
+  if (!req.Decode(body)) return EPROTO;
+  DataFile* file = FindDataFile(fds);
+  if (!file) return EBADF;
+  // The library checked the struct; the daemon re-checks what it relies on.
+  if (req.flags & ~(USER_EVENT_REG_MAX - 1)) return EINVAL;
+  if ((req.enable_size != 4 && req.enable_size != 8) || req.enable_addr % req.enable_size ||
+      req.enable_bit >= req.enable_size * 8) {
+    return EINVAL;
+  }
+  for (const Enabler& en : conn.enablers) {
+    if (en.addr == req.enable_addr && en.bit == req.enable_bit) return EADDRINUSE;
+  }
+  if (req.command.size() >= event::kMaxCommandBytes) return EINVAL;
+  std::string_view name = std::string_view(req.command).substr(0, req.command.find(' '));
+  if (name.find(':') != std::string_view::npos) return EINVAL;
+  bool persist = req.flags & USER_EVENT_REG_PERSIST;
+  if (persist && !conn.caller.privileged) return EPERM;
+
+  auto found = registry_->FindOrCreate(req.command, req.flags & USER_EVENT_REG_MULTI_FORMAT, persist);
+  if (!found.ok()) return found.error();
+  Event* event = *found;
+  auto slot = std::find(file->refs.begin(), file->refs.end(), event);
+  uint32_t index = slot - file->refs.begin();
+  if (slot == file->refs.end()) {
+    file->refs.push_back(event);  // the transient reference becomes the slot's
+  } else {
+    registry_->Put(event);
+  }
+  registry_->Get(event);
+  conn.enablers.push_back({event, req.enable_addr, req.enable_bit, req.enable_size});
+  conn.writable_events.insert(event->id);
+
+  ipc::RegisterReply reply;
+  reply.write_index = index;
+  reply.status = event->status;
+  reply.event = DescribeEvent(*event);
+  ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kReply, seq);
+  reply.Encode(e);
+  Send(conn, std::move(e.bytes()));
+  return 0;
+}
+
+int Server::OnUnregister(Connection& conn, ipc::Decoder& body) {
+  ipc::UnregisterRequest req;
+  if (!req.Decode(body)) return EPROTO;
+  bool found = false;
+  std::erase_if(conn.enablers, [&](const Enabler& en) {
+    if (en.addr != req.addr || en.bit != req.bit) return false;
+    registry_->Put(en.event);
+    found = true;
+    return true;
+  });
+  return found ? 0 : ENOENT;
+}
+
+int Server::OnDescribeIndex(Connection& conn, ipc::Decoder& body, std::vector<ScopedFd>& fds, uint32_t seq) {
+  ipc::DescribeIndexRequest req;
+  if (!req.Decode(body)) return EPROTO;
+  DataFile* file = FindDataFile(fds);
+  if (!file) return EBADF;
+  if (req.index >= file->refs.size()) return ENOENT;
+  const Event& event = *file->refs[req.index];
+  conn.writable_events.insert(event.id);
+  ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kReply, seq);
+  DescribeEvent(event).Encode(e);
+  Send(conn, std::move(e.bytes()));
+  return 0;
+}
+
+int Server::OnClaimDataFile(Connection& conn, std::vector<ScopedFd>& fds) {
+  DataFile* file = FindDataFile(fds);
+  if (!file) return EBADF;
+  for (const Event* e : file->refs) conn.writable_events.insert(e->id);
+  return 0;
+}
+
+int Server::OnAddRing(Connection& conn, std::vector<ScopedFd>& fds) {
+  if (fds.size() != 1) return EPROTO;
+  size_t owned = std::count_if(rings_.begin(), rings_.end(), [&](const RingSource& r) { return r.owner == conn.id; });
+  if (owned >= kMaxRingsPerProcess) return EMFILE;
+  auto reader = ring::RingReader::Map(fds[0].get());
+  if (!reader.ok()) return reader.error();
+  uint32_t tid = (*reader)->tid();
+  // The thread must belong to the peer process; otherwise attribute to it.
+  struct stat st;
+  if (stat(fmt::format("/proc/{}/task/{}", conn.peer.pid, tid).c_str(), &st) < 0) tid = conn.peer.pid;
+  RememberComm(conn.peer.pid, tid);
+  rings_.push_back({std::move(reader).value(), conn.peer.pid, tid, conn.id});
+  return 0;
+}
+
+int Server::OnInheritEnablers(Connection& conn, ipc::Decoder& body, uint32_t seq) {
+  ipc::InheritRequest req;
+  if (!req.Decode(body)) return EPROTO;
+  ipc::InheritReply reply;
+  for (const auto& in : req.enablers) {
+    Event* event = registry_->FindById(in.event_id);
+    bool valid = (in.size == 4 || in.size == 8) && in.bit < in.size * 8;
+    if (!event || !valid) {
+      reply.statuses.push_back(ipc::kEnablerDropped);
+      continue;
+    }
+    registry_->Get(event);
+    conn.enablers.push_back({event, in.addr, in.bit, in.size});
+    reply.statuses.push_back(event->status);
+  }
+  ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kReply, seq);
+  reply.Encode(e);
+  Send(conn, std::move(e.bytes()));
+  return 0;
+}
+
+void Server::OnAck(Connection& conn, ipc::Decoder& body) {
+  ipc::Ack ack;
+  if (!ack.Decode(body) || ack.notice > conn.notices_sent) return;
+  conn.notices_acked = std::max(conn.notices_acked, ack.notice);
+  ResolveDeferred(false);
+}
+
+int Server::OnTreeRead(Connection& conn, ipc::Decoder& body, uint32_t seq) {
+  ipc::PathRequest req;
+  if (!req.Decode(body)) return EPROTO;
+  auto text = tree_->Read(req.path, conn.caller);
+  if (!text.ok()) return text.error();
+  SendChunked(conn, seq, *text);
+  return 0;
+}
+
+int Server::OnTreeList(Connection& conn, ipc::Decoder& body, uint32_t seq) {
+  ipc::PathRequest req;
+  if (!req.Decode(body)) return EPROTO;
+  auto entries = tree_->List(req.path, conn.caller);
+  if (!entries.ok()) return entries.error();
+  ipc::TreeListReply reply;
+  for (auto& e : *entries) reply.entries.emplace_back(e.name, e.is_directory);
+  ipc::Encoder e;
+  reply.Encode(e);
+  SendChunked(conn, seq, std::string(e.bytes().begin(), e.bytes().end()));
+  return 0;
+}
+
+int Server::OnTreePipe(Connection& conn, ipc::Decoder& body, uint32_t seq) {
+  ipc::PathRequest req;
+  if (!req.Decode(body)) return EPROTO;
+  auto instance = tree_->PipeInstance(req.path, conn.caller);
+  if (!instance.ok()) return instance.error();
+  conn.pipe_instance = *instance;
+  conn.pipe_seq = seq;
+  PumpPipes();
+  return 0;
+}
+
+int Server::OnAutoEnable(Connection& conn, ipc::Decoder& body) {
+  ipc::PathRequest req;
+  if (!req.Decode(body)) return EPROTO;
+  if (!conn.caller.consumer) return EACCES;
+  conn.auto_enable_globs.push_back(req.path);
+  for (Event* e : registry_->Events()) OnEventCreated(*e);
+  return 0;
+}
+
+// A new event (or, from OnAutoEnable, an existing one) is enabled for every
+// consumer that asked for names matching it.
+void Server::OnEventCreated(Event& event) {
+  std::string full = fmt::format("{}:{}", event.system(), event.tp_name);
+  for (auto& [_, conn] : connections_) {
+    for (const std::string& glob : conn->auto_enable_globs) {
+      bool has_system = glob.find(':') != std::string::npos;
+      if (fnmatch(glob.c_str(), has_system ? full.c_str() : event.tp_name.c_str(), 0) != 0) continue;
+      if (!instances_->top().IsEnabled(event.id)) {
+        instances_->SetEnabled(instances_->top(), &event, true);
+        conn->auto_enabled.insert(event.id);
+      }
+      break;
+    }
+  }
+}
+
+void Server::OnEventStatusChanged(Event& event) {
+  for (auto& [id, conn] : connections_) {
+    bool has = std::any_of(conn->enablers.begin(), conn->enablers.end(),
+                           [&](const Enabler& en) { return en.event == &event; });
+    if (!has) continue;
+    ipc::SetStatus notice{++conn->notices_sent, event.id, event.status};
+    ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kSetStatus, 0);
+    notice.Encode(e);
+    Send(*conn, std::move(e.bytes()));
+    if (current_request_) current_awaiting_[id] = notice.notice;
+  }
+}
+
+void Server::OnEventDestroyed(const Event& event) {
+  for (auto& [_, conn] : connections_) {
+    conn->writable_events.erase(event.id);
+    conn->auto_enabled.erase(event.id);
+  }
+}
+
+void Server::ResolveDeferred(bool force_expired) {
+  uint64_t now = base::MonotonicNs();
+  std::erase_if(deferred_, [&](DeferredReply& d) {
+    std::erase_if(d.awaiting, [&](const auto& entry) {
+      auto it = connections_.find(entry.first);
+      return it == connections_.end() || it->second->notices_acked >= entry.second;
+    });
+    if (!d.awaiting.empty() && now < d.deadline_ns && !force_expired) return false;
+    if (auto it = connections_.find(d.conn_id); it != connections_.end()) SendReply(*it->second, d.seq, 0);
+    return true;
+  });
+}
+
+void Server::CloseConnection(uint64_t conn_id) {
+  auto it = connections_.find(conn_id);
+  if (it == connections_.end()) return;
+  std::unique_ptr<Connection> conn = std::move(it->second);
+  connections_.erase(it);
+  conn_by_fd_.erase(conn->fd.get());
+  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, conn->fd.get(), nullptr);
+  if (options_.verbose) fmt::print(stderr, "udiagd: pid {} disconnected\n", conn->peer.pid);
+  // Exit, exec or a crash: the process's enablers die with it. Its rings
+  // stay until drained, so everything it committed is still delivered.
+  for (const Enabler& en : conn->enablers) registry_->Put(en.event);
+  for (uint32_t id : conn->auto_enabled) {
+    if (Event* e = registry_->FindById(id)) instances_->SetEnabled(instances_->top(), e, false);
+  }
+  ResolveDeferred(false);
+}
+
+void Server::HandleDataFileHangup(int fd) {
+  auto it = data_files_.find(fd);
+  if (it == data_files_.end()) return;
+  // Bytes written straight to the socket are not part of the ABI: discard.
+  char sink[256];
+  while (recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0) {
+  }
+  char probe;
+  if (recv(fd, &probe, 1, MSG_DONTWAIT | MSG_PEEK) < 0 && errno == EAGAIN) return;  // still open
+  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+  for (Event* e : it->second->refs) registry_->Put(e);
+  data_files_.erase(it);
+}
+
+void Server::Send(Connection& conn, std::vector<uint8_t> message) {
+  if (conn.outbox.empty()) {
+    int err = base::SendMessage(conn.fd.get(), message);
+    if (err == 0) return;
+    if (err != EAGAIN) return;  // the peer is gone; the read side will notice
+  }
+  conn.outbox_bytes += message.size();
+  conn.outbox.push_back(std::move(message));
+  if (conn.outbox_bytes > kMaxOutboxBytes) {
+    fmt::print(stderr, "udiagd: pid {} does not read its connection; dropping it\n", conn.peer.pid);
+    shutdown(conn.fd.get(), SHUT_RDWR);
+    return;
+  }
+  UpdatePollMask(conn);
+}
+
+void Server::FlushOutbox(Connection& conn) {
+  size_t sent = 0;
+  for (; sent < conn.outbox.size(); ++sent) {
+    if (base::SendMessage(conn.fd.get(), conn.outbox[sent]) != 0) break;
+    conn.outbox_bytes -= conn.outbox[sent].size();
+  }
+  conn.outbox.erase(conn.outbox.begin(), conn.outbox.begin() + sent);
+  UpdatePollMask(conn);
+}
+
+void Server::UpdatePollMask(Connection& conn) {
+  epoll_event ev{};
+  ev.events = conn.outbox.empty() ? EPOLLIN : (EPOLLIN | EPOLLOUT);
+  ev.data.u64 = Pack(kConnection, conn.id);
+  epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, conn.fd.get(), &ev);
+}
+
+void Server::SendReply(Connection& conn, uint32_t seq, int error, const ipc::Encoder* body) {
+  ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kReply, seq, error);
+  if (body) e.bytes().insert(e.bytes().end(), body->bytes().begin(), body->bytes().end());
+  Send(conn, std::move(e.bytes()));
+}
+
+void Server::SendChunked(Connection& conn, uint32_t seq, const std::string& bytes) {
+  for (size_t off = 0; off < bytes.size(); off += kChunkBytes) {
+    ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kData, seq);
+    size_t n = std::min(kChunkBytes, bytes.size() - off);
+    e.bytes().insert(e.bytes().end(), bytes.begin() + off, bytes.begin() + off + n);
+    Send(conn, std::move(e.bytes()));
+  }
+  SendReply(conn, seq, 0);
+}
+
+size_t Server::DrainRings() {
+  struct Pending {
+    const Event* event;
+    EntryMeta meta;
+    size_t offset, size;  // in arena
+  };
+  std::vector<Pending> batch;
+  std::vector<uint8_t> arena;
+  for (RingSource& src : rings_) {
+    if (uint64_t lost = src.reader->TakeLost()) instances_->NoteLost(lost);
+    auto conn = connections_.find(src.owner);
+    const std::unordered_set<uint32_t>* writable =
+        conn == connections_.end() ? nullptr : &conn->second->writable_events;
+    bool tsc = src.reader->clock() == ring::ClockDomain::kTsc;
+    src.reader->Drain(
+        [&](const ring::RecordView& rec) {
+          const Event* event = registry_->FindById(rec.type);
+          // A dead producer's rings may still hold its events: they were
+          // checked when they were registered, and ids are not reused soon.
+          bool allowed = event && (!writable || writable->contains(rec.type));
+          if (!allowed || rec.payload.size() < event->desc.min_size) {
+            ++records_rejected_;
+            return;
+          }
+          size_t offset = arena.size();
+          uint32_t record_size = event::kCommonHeaderSize + rec.payload.size();
+          arena.resize(offset + record_size);
+          uint8_t* r = arena.data() + offset;
+          uint16_t type = rec.type;
+          uint32_t pid = src.tid;
+          std::memcpy(r, &type, 2);
+          r[2] = 0;  // flags
+          r[3] = 0;  // preempt count
+          std::memcpy(r + 4, &pid, 4);
+          std::memcpy(r + 8, rec.payload.data(), rec.payload.size());
+          if (!event::LocsValid(event->locs.data(), event->locs.size(), r, record_size)) {
+            arena.resize(offset);
+            ++records_rejected_;
+            return;
+          }
+          uint64_t ts = tsc ? tsc_clock_.ToMonotonic(rec.timestamp) : rec.timestamp;
+          batch.push_back({event, {ts, static_cast<uint32_t>(src.pid), src.tid, rec.cpu}, offset, record_size});
+        },
+        SIZE_MAX);
+  }
+  // Rings of exited threads and processes go once they are empty.
+  std::erase_if(rings_, [&](const RingSource& src) {
+    bool owner_gone = !connections_.contains(src.owner);
+    return src.reader->broken() || ((src.reader->closed() || owner_gone) && src.reader->empty());
+  });
+  std::stable_sort(batch.begin(), batch.end(),
+                   [](const Pending& a, const Pending& b) { return a.meta.timestamp < b.meta.timestamp; });
+  for (const Pending& p : batch) {
+    instances_->Deliver(*p.event, p.meta, std::span<const uint8_t>(arena.data() + p.offset, p.size));
+  }
+  return batch.size();
+}
+
+void Server::PumpPipes() {
+  std::vector<uint8_t> storage;
+  for (auto& [_, conn] : connections_) {
+    if (!conn->pipe_instance || !conn->outbox.empty()) continue;
+    std::string text;
+    TraceEntry entry;
+    while (text.size() < kChunkBytes - 4096 && conn->pipe_instance->buffer().Pop(&entry, &storage)) {
+      text += tree_->RenderEntry(entry);
+    }
+    if (text.empty()) continue;
+    for (size_t off = 0; off < text.size(); off += kChunkBytes) {
+      ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kData, conn->pipe_seq);
+      size_t n = std::min(kChunkBytes, text.size() - off);
+      e.bytes().insert(e.bytes().end(), text.begin() + off, text.begin() + off + n);
+      Send(*conn, std::move(e.bytes()));
+    }
+  }
+}
+
+void Server::RememberComm(pid_t pid, uint32_t tid) {
+  std::ifstream in(fmt::format("/proc/{}/task/{}/comm", pid, tid));
+  std::string comm;
+  if (std::getline(in, comm)) comms_[tid] = comm;
+  if (comms_.size() > 65536) comms_.clear();  // bounded, like saved_cmdlines
+}
+
+std::string Server::CommOf(uint32_t tid) const {
+  auto it = comms_.find(tid);
+  return it == comms_.end() ? "<...>" : it->second;
+}
+
+}  // namespace udiag::service

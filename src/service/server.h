@@ -1,0 +1,168 @@
+// udiagd's event loop: one thread that accepts clients, answers their
+// requests against the registry and the tracefs tree, keeps every producer's
+// enable bits in step with event status, and drains producer rings into the
+// instances' buffers. Single-threaded on purpose: no locks, and a request
+// sees a consistent world.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "base/scoped_fd.h"
+#include "base/tsc_clock.h"
+#include "base/unix_socket.h"
+#include "ipc/protocol.h"
+#include "ring/ring_reader.h"
+#include "service/access_policy.h"
+#include "service/event_registry.h"
+#include "service/instance.h"
+#include "service/status_page.h"
+#include "service/tracefs_tree.h"
+
+namespace udiag::service {
+
+struct ServerOptions {
+  std::string dir;
+  AccessPolicy policy;
+  uint32_t ring_bytes = 1 << 20;  // per producer thread
+  bool verbose = false;
+};
+
+class Server : public EventRegistry::Observer {
+ public:
+  static base::ErrorOr<std::unique_ptr<Server>> Create(const ServerOptions& options);
+  ~Server() override;
+
+  // Runs until Stop() or a termination signal; returns the exit status.
+  int Run();
+  void Stop() { running_ = false; }
+
+  // EventRegistry::Observer
+  void OnEventCreated(Event& event) override;
+  void OnEventStatusChanged(Event& event) override;
+  void OnEventDestroyed(const Event& event) override;
+
+ private:
+  struct Enabler {
+    Event* event;
+    uint64_t addr;
+    uint8_t bit;
+    uint8_t size;
+  };
+  struct RingSource {
+    std::unique_ptr<ring::RingReader> reader;
+    pid_t pid;
+    uint32_t tid;
+    uint64_t owner;  // connection id
+  };
+  struct Connection {
+    uint64_t id = 0;
+    base::ScopedFd fd;
+    base::PeerCredentials peer;
+    Caller caller;
+    bool greeted = false;
+    ipc::Role role = ipc::Role::kConsumer;
+    std::vector<std::vector<uint8_t>> outbox;  // messages waiting for EPOLLOUT
+    size_t outbox_bytes = 0;
+    // Producer state.
+    std::vector<Enabler> enablers;
+    std::unordered_set<uint32_t> writable_events;
+    uint64_t notices_sent = 0;
+    uint64_t notices_acked = 0;
+    // Consumer state.
+    Instance* pipe_instance = nullptr;
+    uint32_t pipe_seq = 0;
+    std::vector<std::string> auto_enable_globs;
+    std::set<uint32_t> auto_enabled;
+  };
+  struct DataFile {
+    base::ScopedFd daemon_end;
+    ino_t producer_inode = 0;
+    std::vector<Event*> refs;  // index = write_index
+  };
+  // A reply held back until producers acknowledged the enable-bit changes
+  // the request caused, so a write to `enable` returns with bits set.
+  struct DeferredReply {
+    uint64_t conn_id;
+    uint32_t seq;
+    std::map<uint64_t, uint64_t> awaiting;  // connection id -> notice number
+    uint64_t deadline_ns;
+  };
+
+  explicit Server(const ServerOptions& options);
+  int Init();
+
+  void Accept();
+  void HandleReadable(Connection& conn);
+  void HandleMessage(Connection& conn, const std::vector<uint8_t>& bytes, std::vector<base::ScopedFd>& fds);
+  void CloseConnection(uint64_t conn_id);
+  void HandleDataFileHangup(int fd);
+
+  // Producer requests; each returns 0 or errno for the reply.
+  int OnHello(Connection& conn, ipc::Decoder& body, uint32_t seq);
+  int OnOpenDataFile(Connection& conn, uint32_t seq);
+  int OnRegister(Connection& conn, ipc::Decoder& body, std::vector<base::ScopedFd>& fds, uint32_t seq);
+  int OnUnregister(Connection& conn, ipc::Decoder& body);
+  int OnDescribeIndex(Connection& conn, ipc::Decoder& body, std::vector<base::ScopedFd>& fds, uint32_t seq);
+  int OnClaimDataFile(Connection& conn, std::vector<base::ScopedFd>& fds);
+  int OnAddRing(Connection& conn, std::vector<base::ScopedFd>& fds);
+  int OnInheritEnablers(Connection& conn, ipc::Decoder& body, uint32_t seq);
+  void OnAck(Connection& conn, ipc::Decoder& body);
+  // Consumer requests.
+  int OnTreeRead(Connection& conn, ipc::Decoder& body, uint32_t seq);
+  int OnTreeList(Connection& conn, ipc::Decoder& body, uint32_t seq);
+  int OnTreePipe(Connection& conn, ipc::Decoder& body, uint32_t seq);
+  int OnAutoEnable(Connection& conn, ipc::Decoder& body);
+
+  DataFile* FindDataFile(const std::vector<base::ScopedFd>& fds);
+  ipc::EventInfo DescribeEvent(const Event& event) const;
+
+  void Send(Connection& conn, std::vector<uint8_t> message);
+  void SendReply(Connection& conn, uint32_t seq, int error, const ipc::Encoder* body = nullptr);
+  void SendChunked(Connection& conn, uint32_t seq, const std::string& bytes);
+  void FlushOutbox(Connection& conn);
+  void UpdatePollMask(Connection& conn);
+
+  size_t DrainRings();
+  void PumpPipes();
+  void ResolveDeferred(bool force_expired);
+  void SetRingsSleeping(bool sleeping);
+  std::string CommOf(uint32_t tid) const;
+  void RememberComm(pid_t pid, uint32_t tid);
+
+  ServerOptions options_;
+  base::ScopedFd epoll_;
+  base::ScopedFd listener_;
+  base::ScopedFd wake_;     // producers poke it when we said we sleep
+  base::ScopedFd signals_;  // SIGTERM/SIGINT
+  base::ScopedFd lock_;     // flock'ed pid file: one daemon per directory
+  std::unique_ptr<StatusPage> status_page_;
+  std::unique_ptr<EventRegistry> registry_;
+  std::unique_ptr<InstanceSet> instances_;
+  std::unique_ptr<TracefsTree> tree_;
+  base::TscClock tsc_clock_;
+  ring::ClockDomain clock_domain_ = ring::ClockDomain::kMonotonic;  // what producers stamp with
+  bool running_ = true;
+
+  uint64_t next_conn_id_ = 1;
+  std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
+  std::unordered_map<int, uint64_t> conn_by_fd_;
+  std::unordered_map<int, std::unique_ptr<DataFile>> data_files_;  // by daemon_end fd
+  std::vector<RingSource> rings_;
+  std::unordered_map<uint32_t, std::string> comms_;  // tid -> comm
+  std::vector<DeferredReply> deferred_;
+  // The request being handled: the notices it causes are awaited.
+  Connection* current_request_ = nullptr;
+  std::map<uint64_t, uint64_t> current_awaiting_;
+  uint64_t records_rejected_ = 0;
+};
+
+}  // namespace udiag::service

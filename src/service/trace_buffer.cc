@@ -1,0 +1,83 @@
+#include "service/trace_buffer.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace udiag::service {
+namespace {
+constexpr size_t Align8(size_t n) { return (n + 7) & ~size_t{7}; }
+}  // namespace
+
+TraceBuffer::TraceBuffer(size_t capacity_bytes) : capacity_(std::max(capacity_bytes, kChunkBytes)) {}
+
+bool TraceBuffer::Append(const EntryMeta& meta, std::span<const uint8_t> record) {
+  size_t need = Align8(sizeof(StoredHeader) + record.size());
+  if (need > kChunkBytes) {
+    NoteLost(1);
+    return false;
+  }
+  if (chunks_.empty() || kChunkBytes - chunks_.back().used < need) {
+    if ((chunks_.size() + 1) * kChunkBytes > capacity_) {
+      if (!overwrite_ || chunks_.empty()) {
+        NoteLost(1);
+        return false;
+      }
+      DropOldestChunk();
+    }
+    chunks_.emplace_back();
+  }
+  Chunk& c = chunks_.back();
+  StoredHeader h{static_cast<uint32_t>(need), static_cast<uint32_t>(record.size()), pending_lost_, meta};
+  std::memcpy(c.bytes.get() + c.used, &h, sizeof(h));
+  std::memcpy(c.bytes.get() + c.used + sizeof(h), record.data(), record.size());
+  c.used += need;
+  ++c.count;
+  ++entries_;
+  ++accepted_;
+  pending_lost_ = 0;
+  return true;
+}
+
+TraceEntry TraceBuffer::View(const uint8_t* p) {
+  StoredHeader h;
+  std::memcpy(&h, p, sizeof(h));
+  return TraceEntry{h.meta, h.lost_before, {p + sizeof(StoredHeader), h.record_size}};
+}
+
+bool TraceBuffer::Pop(TraceEntry* out, std::vector<uint8_t>* storage) {
+  while (!chunks_.empty() && chunks_.front().read == chunks_.front().used) chunks_.pop_front();
+  if (chunks_.empty()) return false;
+  Chunk& c = chunks_.front();
+  const uint8_t* p = c.bytes.get() + c.read;
+  TraceEntry e = View(p);
+  storage->assign(e.record.begin(), e.record.end());
+  e.record = *storage;
+  *out = e;
+  c.read += reinterpret_cast<const StoredHeader*>(p)->size;
+  --c.count;
+  --entries_;
+  if (c.read == c.used && chunks_.size() > 1) chunks_.pop_front();
+  return true;
+}
+
+void TraceBuffer::DropOldestChunk() {
+  CountLost(chunks_.front().count);
+  entries_ -= chunks_.front().count;
+  chunks_.pop_front();
+}
+
+void TraceBuffer::Clear() {
+  chunks_.clear();
+  entries_ = 0;
+  accepted_ = 0;
+  lost_total_ = 0;
+  never_accepted_ = 0;
+  pending_lost_ = 0;
+}
+
+void TraceBuffer::set_capacity(size_t bytes) {
+  capacity_ = std::max(bytes, kChunkBytes);
+  while (chunks_.size() * kChunkBytes > capacity_) DropOldestChunk();
+}
+
+}  // namespace udiag::service

@@ -1,0 +1,103 @@
+// One instance's buffer of records, as ftrace's ring buffer is for a trace
+// instance: bounded in bytes, discard-new when full (or overwrite-oldest),
+// readable without consuming (`trace`) and consumable (`trace_pipe`). Events
+// lost on the way in, here or in a producer's ring, are remembered and handed
+// to readers with the next entry, so no loss is ever silent.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace udiag::service {
+
+struct EntryMeta {
+  uint64_t timestamp = 0;  // CLOCK_MONOTONIC ns
+  uint32_t pid = 0;        // process (tgid)
+  uint32_t tid = 0;        // thread, the ftrace "PID" column
+  uint16_t cpu = 0;
+};
+
+struct TraceEntry {
+  EntryMeta meta;
+  uint64_t lost_before = 0;        // events lost just before this one
+  std::span<const uint8_t> record; // common header + payload
+};
+
+class TraceBuffer {
+ public:
+  explicit TraceBuffer(size_t capacity_bytes);
+
+  // Appends a copy of `record`. When full: discard-new drops it and counts it
+  // lost; overwrite mode drops the oldest chunk of entries instead.
+  bool Append(const EntryMeta& meta, std::span<const uint8_t> record);
+  // Counts events lost before reaching this buffer.
+  void NoteLost(uint64_t count) {
+    never_accepted_ += count;
+    CountLost(count);
+  }
+
+  // Visits every entry, oldest first, without consuming.
+  template <typename F>
+  void ForEach(F&& visit) const;
+  // Removes the oldest entry into `out` (record copied into `storage`).
+  bool Pop(TraceEntry* out, std::vector<uint8_t>* storage);
+
+  void Clear();
+  void set_capacity(size_t bytes);
+  size_t capacity() const { return capacity_; }
+  void set_overwrite(bool overwrite) { overwrite_ = overwrite; }
+
+  size_t entries() const { return entries_; }
+  // Entries ever accepted plus those lost on the way in: ftrace's
+  // "entries-written" (overwritten entries were accepted, so count once).
+  uint64_t written() const { return accepted_ + never_accepted_; }
+  uint64_t lost_total() const { return lost_total_; }
+  // Losses not yet attached to an entry (nothing was appended after them).
+  uint64_t pending_lost() const { return pending_lost_; }
+
+ private:
+  static constexpr size_t kChunkBytes = 64 * 1024;
+  struct Chunk {
+    std::unique_ptr<uint8_t[]> bytes{new uint8_t[kChunkBytes]};
+    size_t used = 0;   // bytes appended
+    size_t read = 0;   // bytes consumed by Pop
+    size_t count = 0;  // entries not consumed
+  };
+  struct StoredHeader {
+    uint32_t size;  // header + record, 8-aligned
+    uint32_t record_size;
+    uint64_t lost_before;
+    EntryMeta meta;
+  };
+  static TraceEntry View(const uint8_t* p);
+  void DropOldestChunk();
+  void CountLost(uint64_t count) {
+    pending_lost_ += count;
+    lost_total_ += count;
+  }
+
+  size_t capacity_;
+  bool overwrite_ = false;
+  std::deque<Chunk> chunks_;
+  size_t entries_ = 0;
+  uint64_t accepted_ = 0;
+  uint64_t lost_total_ = 0;
+  uint64_t never_accepted_ = 0;
+  uint64_t pending_lost_ = 0;
+};
+
+template <typename F>
+void TraceBuffer::ForEach(F&& visit) const {
+  for (const Chunk& c : chunks_) {
+    for (size_t off = c.read; off < c.used;) {
+      const uint8_t* p = c.bytes.get() + off;
+      visit(View(p));
+      off += reinterpret_cast<const StoredHeader*>(p)->size;
+    }
+  }
+}
+
+}  // namespace udiag::service

@@ -1,0 +1,63 @@
+#include "service/trace_buffer.h"
+
+#include <gtest/gtest.h>
+
+namespace udiag::service {
+namespace {
+
+std::vector<uint8_t> Record(size_t n, uint8_t fill) { return std::vector<uint8_t>(n, fill); }
+
+TEST(TraceBufferTest, KeepsOrderAndPops) {
+  TraceBuffer buf(1 << 20);
+  for (uint8_t i = 0; i < 10; ++i) ASSERT_TRUE(buf.Append({i, 1, 2, 0}, Record(12, i)));
+  std::vector<uint64_t> seen;
+  buf.ForEach([&](const TraceEntry& e) { seen.push_back(e.meta.timestamp); });
+  EXPECT_EQ(seen.size(), 10u);
+  EXPECT_EQ(seen[9], 9u);
+  TraceEntry e;
+  std::vector<uint8_t> storage;
+  ASSERT_TRUE(buf.Pop(&e, &storage));
+  EXPECT_EQ(e.meta.timestamp, 0u);
+  EXPECT_EQ(e.record.size(), 12u);
+  EXPECT_EQ(buf.entries(), 9u);
+}
+
+TEST(TraceBufferTest, DiscardNewCountsLostAndReportsItWithTheNextEntry) {
+  TraceBuffer buf(64 * 1024);
+  size_t accepted = 0;
+  while (buf.Append({}, Record(1000, 1))) ++accepted;
+  EXPECT_EQ(buf.lost_total(), 1u);
+  EXPECT_TRUE(!buf.Append({}, Record(1000, 1)));
+  EXPECT_EQ(buf.pending_lost(), 2u);
+  EXPECT_EQ(buf.written(), accepted + 2);
+  // Free room by consuming, then the next entry carries the loss.
+  TraceEntry e;
+  std::vector<uint8_t> storage;
+  while (buf.Pop(&e, &storage)) {
+  }
+  ASSERT_TRUE(buf.Append({}, Record(8, 2)));
+  buf.ForEach([&](const TraceEntry& entry) { EXPECT_EQ(entry.lost_before, 2u); });
+  EXPECT_EQ(buf.pending_lost(), 0u);
+}
+
+TEST(TraceBufferTest, OverwriteDropsOldest) {
+  TraceBuffer buf(128 * 1024);
+  buf.set_overwrite(true);
+  for (uint64_t i = 0; i < 1000; ++i) ASSERT_TRUE(buf.Append({i}, Record(1000, 3)));
+  uint64_t first = UINT64_MAX;
+  buf.ForEach([&](const TraceEntry& e) { first = std::min(first, e.meta.timestamp); });
+  EXPECT_GT(first, 0u);
+  EXPECT_EQ(buf.written(), 1000u);
+}
+
+TEST(TraceBufferTest, ClearForgetsEverything) {
+  TraceBuffer buf(1 << 20);
+  buf.Append({}, Record(8, 0));
+  buf.NoteLost(3);
+  buf.Clear();
+  EXPECT_EQ(buf.entries(), 0u);
+  EXPECT_EQ(buf.written(), 0u);
+}
+
+}  // namespace
+}  // namespace udiag::service

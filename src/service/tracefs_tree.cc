@@ -1,0 +1,373 @@
+#include "service/tracefs_tree.h"
+
+#include <fmt/format.h>
+#include <fnmatch.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <map>
+
+#include "service/trace_text.h"
+
+namespace udiag::service {
+
+enum class Node {
+  kRoot, kEventsDir, kSystemDir, kEventDir,  // directories
+  kDynamicEvents, kStatus, kAvailableEvents, kSetEvent, kTrace, kTracePipe, kTracingOn,
+  kBufferSizeKb, kTraceClock, kEventsMax, kEnable, kFormat, kId,
+};
+
+struct TracefsTree::Resolved {
+  Node node;
+  Instance* instance = nullptr;
+  std::string system;     // kSystemDir and below; empty for events/enable
+  Event* event = nullptr; // kEventDir and its files
+};
+
+namespace {
+
+constexpr const char* kSystems[] = {"user_events", "user_events_multi"};
+
+struct FileSpec {
+  const char* name;
+  Node node;
+};
+constexpr FileSpec kRootFiles[] = {
+    {"available_events", Node::kAvailableEvents}, {"buffer_size_kb", Node::kBufferSizeKb},
+    {"dynamic_events", Node::kDynamicEvents},     {"set_event", Node::kSetEvent},
+    {"trace", Node::kTrace},                      {"trace_clock", Node::kTraceClock},
+    {"trace_pipe", Node::kTracePipe},             {"tracing_on", Node::kTracingOn},
+    {"user_events_max", Node::kEventsMax},        {"user_events_status", Node::kStatus},
+};
+constexpr FileSpec kEventFiles[] = {
+    {"enable", Node::kEnable}, {"format", Node::kFormat}, {"id", Node::kId}};
+
+bool IsDirectory(Node n) { return n <= Node::kEventDir; }
+
+// Files a producer may read besides a consumer: what a producer needs to
+// describe its own events (perf_test reads `id` and `format`).
+bool ProducerReadable(Node n) {
+  return n == Node::kFormat || n == Node::kId || n == Node::kAvailableEvents || IsDirectory(n);
+}
+
+std::vector<std::string_view> SplitPath(std::string_view path) {
+  std::vector<std::string_view> parts;
+  while (!path.empty()) {
+    size_t slash = path.find('/');
+    std::string_view part = path.substr(0, slash);
+    if (!part.empty() && part != ".") parts.push_back(part);
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return parts;
+}
+
+// Accepts a decimal number with an optional trailing newline, as the
+// kernel's kstrtoul_from_user does.
+bool ParseUnsigned(std::string_view text, uint64_t* out) {
+  if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  if (text.empty()) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+bool SystemHasEvents(const EventRegistry& registry, std::string_view system) {
+  for (const Event* e : registry.Events()) {
+    if (system == e->system()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TracefsTree::TracefsTree(EventRegistry* registry, InstanceSet* instances, CommLookup comm)
+    : registry_(registry), instances_(instances), comm_(std::move(comm)) {}
+
+base::ErrorOr<TracefsTree::Resolved> TracefsTree::Resolve(std::string_view path) const {
+  std::vector<std::string_view> parts = SplitPath(path);
+  Resolved r{Node::kRoot, &instances_->top(), {}, nullptr};
+  if (parts.empty()) return r;
+  for (auto part : parts) {
+    if (part == "..") return base::Errno{ENOENT};
+  }
+  if (parts[0] != "events") {
+    if (parts.size() != 1) return base::Errno{ENOENT};
+    for (const auto& f : kRootFiles) {
+      if (parts[0] == f.name) return Resolved{f.node, r.instance, {}, nullptr};
+    }
+    return base::Errno{ENOENT};
+  }
+  // events/...
+  if (parts.size() == 1) return Resolved{Node::kEventsDir, r.instance, {}, nullptr};
+  if (parts.size() == 2 && parts[1] == "enable") return Resolved{Node::kEnable, r.instance, {}, nullptr};
+  r.system = std::string(parts[1]);
+  if (r.system != kSystems[0] && r.system != kSystems[1]) return base::Errno{ENOENT};
+  if (!SystemHasEvents(*registry_, r.system)) return base::Errno{ENOENT};
+  if (parts.size() == 2) return Resolved{Node::kSystemDir, r.instance, r.system, nullptr};
+  if (parts.size() == 3 && parts[2] == "enable") return Resolved{Node::kEnable, r.instance, r.system, nullptr};
+  r.event = registry_->FindByTracepoint(r.system, parts[2]);
+  if (!r.event) return base::Errno{ENOENT};
+  if (parts.size() == 3) return Resolved{Node::kEventDir, r.instance, r.system, r.event};
+  if (parts.size() != 4) return base::Errno{ENOENT};
+  for (const auto& f : kEventFiles) {
+    if (parts[3] == f.name) return Resolved{f.node, r.instance, r.system, r.event};
+  }
+  return base::Errno{ENOENT};
+}
+
+base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller& caller) const {
+  auto r = Resolve(path);
+  if (!r.ok()) return base::Errno{r.error()};
+  if (!caller.consumer && !(caller.producer && ProducerReadable(r->node))) return base::Errno{EACCES};
+  const Instance& inst = *r->instance;
+  switch (r->node) {
+    case Node::kRoot: case Node::kEventsDir: case Node::kSystemDir: case Node::kEventDir:
+      return base::Errno{EISDIR};
+    case Node::kTracePipe:
+      return base::Errno{EINVAL};  // streamed: see PipeInstance()
+    case Node::kDynamicEvents: {
+      std::string out;
+      for (const Event* e : registry_->Events()) out += event::DynamicEventsLine(e->desc) + "\n";
+      return out;
+    }
+    case Node::kStatus:
+      return ReadStatus();
+    case Node::kAvailableEvents: {
+      std::string out;
+      for (const Event* e : registry_->Events()) out += fmt::format("{}:{}\n", e->system(), e->tp_name);
+      return out;
+    }
+    case Node::kSetEvent: {
+      std::string out;
+      for (const Event* e : registry_->Events()) {
+        if (inst.IsEnabled(e->id)) out += fmt::format("{}:{}\n", e->system(), e->tp_name);
+      }
+      return out;
+    }
+    case Node::kTrace:
+      return ReadTrace(inst);
+    case Node::kTracingOn:
+      return std::string(inst.tracing_on() ? "1\n" : "0\n");
+    case Node::kBufferSizeKb:
+      return fmt::format("{}\n", inst.buffer().capacity() / 1024);
+    case Node::kTraceClock:
+      return std::string("[mono]\n");
+    case Node::kEventsMax:
+      return fmt::format("{}\n", registry_->max_events());
+    case Node::kEnable:
+      if (r->event) return std::string(inst.IsEnabled(r->event->id) ? "1\n" : "0\n");
+      return ReadEnable(inst, r->system);
+    case Node::kFormat:
+      return event::FormatFile(r->event->tp_name, r->event->id, r->event->desc.fields);
+    case Node::kId:
+      return fmt::format("{}\n", r->event->id);
+  }
+  return base::Errno{EINVAL};
+}
+
+std::string TracefsTree::ReadStatus() const {
+  std::string out;
+  size_t busy = 0;
+  std::vector<Event*> events = registry_->Events();
+  for (const Event* e : events) {
+    out += e->tp_name;
+    if (e->status) {
+      ++busy;
+      out += " # Used by";
+      if (e->status & kStatusFtrace) out += " ftrace";
+      if (e->status & kStatusPerf) out += " perf";
+      if (e->status & kStatusOther) out += " other";
+    }
+    out += '\n';
+  }
+  out += fmt::format("\nActive: {}\nBusy: {}\n", events.size(), busy);
+  return out;
+}
+
+std::string TracefsTree::ReadEnable(const Instance& instance, std::string_view system) const {
+  bool any_on = false, any_off = false;
+  for (const Event* e : registry_->Events()) {
+    if (!system.empty() && system != e->system()) continue;
+    (instance.IsEnabled(e->id) ? any_on : any_off) = true;
+  }
+  if (any_on && any_off) return "X\n";
+  return any_on ? "1\n" : "0\n";
+}
+
+std::string TracefsTree::ReadTrace(const Instance& instance) const {
+  const TraceBuffer& buf = instance.buffer();
+  std::string out = TraceFileHeader(buf.entries(), buf.written(), sysconf(_SC_NPROCESSORS_ONLN));
+  buf.ForEach([&](const TraceEntry& e) { out += RenderEntry(e); });
+  if (buf.pending_lost()) out += LostEventsLine(0, buf.pending_lost());
+  return out;
+}
+
+std::string TracefsTree::RenderEntry(const TraceEntry& entry) const {
+  std::string out;
+  if (entry.lost_before) out += LostEventsLine(entry.meta.cpu, entry.lost_before);
+  uint16_t type = 0;
+  if (entry.record.size() >= sizeof(type)) std::memcpy(&type, entry.record.data(), sizeof(type));
+  out += TraceLine(entry, comm_(entry.meta.tid), registry_->FindById(type));
+  return out;
+}
+
+int TracefsTree::Write(std::string_view path, std::string_view text, bool append, const Caller& caller) {
+  auto r = Resolve(path);
+  if (!r.ok()) return r.error();
+  if (IsDirectory(r->node)) return EISDIR;
+  if (!caller.consumer) return EACCES;
+  Instance& inst = *r->instance;
+  uint64_t value = 0;
+  switch (r->node) {
+    case Node::kDynamicEvents:
+      return WriteDynamicEvents(text, append, caller);
+    case Node::kSetEvent:
+      return WriteSetEvent(inst, text, append);
+    case Node::kTrace:
+      if (!append) inst.buffer().Clear();  // opening with O_TRUNC clears, as ftrace
+      return 0;
+    case Node::kTracingOn:
+      if (!ParseUnsigned(text, &value)) return EINVAL;
+      inst.set_tracing_on(value != 0);
+      return 0;
+    case Node::kBufferSizeKb:
+      if (!ParseUnsigned(text, &value) || value == 0 || value > (1u << 22)) return EINVAL;
+      inst.buffer().set_capacity(value * 1024);
+      return 0;
+    case Node::kTraceClock: {
+      std::string_view clock = text.substr(0, text.find_last_not_of(" \n") + 1);
+      return clock == "mono" ? 0 : EINVAL;
+    }
+    case Node::kEventsMax:
+      if (!caller.privileged) return EACCES;
+      if (!ParseUnsigned(text, &value) || value > UINT32_MAX) return EINVAL;
+      registry_->set_max_events(value);
+      return 0;
+    case Node::kEnable:
+      if (r->event) {
+        if (!ParseUnsigned(text, &value) || value > 1) return EINVAL;
+        instances_->SetEnabled(inst, r->event, value == 1);
+        return 0;
+      }
+      return WriteEnable(inst, r->system, text);
+    default:
+      return EACCES;  // read-only file
+  }
+}
+
+int TracefsTree::WriteEnable(Instance& instance, std::string_view system, std::string_view text) {
+  uint64_t value;
+  if (!ParseUnsigned(text, &value) || value > 1) return EINVAL;
+  for (Event* e : registry_->Events()) {
+    if (system.empty() || system == e->system()) instances_->SetEnabled(instance, e, value == 1);
+  }
+  return 0;
+}
+
+int TracefsTree::WriteDynamicEvents(std::string_view text, bool append, const Caller& caller) {
+  if (!append) {
+    if (int err = registry_->DeleteAll(caller.privileged)) return err;
+  }
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+
+    event::DynamicEventsCommand cmd;
+    if (int err = event::ParseDynamicEventsLine(line, &cmd)) return err;
+    switch (cmd.op) {
+      case event::DynamicEventsCommand::Op::kNone:
+        break;
+      case event::DynamicEventsCommand::Op::kForeign:
+        return EINVAL;  // no kprobe/uprobe/synthetic providers here
+      case event::DynamicEventsCommand::Op::kCreate: {
+        if (!caller.privileged) return EPERM;
+        if (cmd.command.size() >= 4096) return EINVAL;
+        auto e = registry_->FindOrCreate(cmd.command, /*multi_format=*/false, /*persist=*/true);
+        if (!e.ok()) return e.error();
+        registry_->Put(*e);  // keep only the self reference
+        break;
+      }
+      case event::DynamicEventsCommand::Op::kDelete:
+        if (int err = registry_->DeleteMatching(cmd.system, cmd.name, cmd.args, caller.privileged)) {
+          return err;
+        }
+        break;
+    }
+  }
+  return 0;
+}
+
+int TracefsTree::WriteSetEvent(Instance& instance, std::string_view text, bool append) {
+  if (!append) {
+    for (Event* e : registry_->Events()) instances_->SetEnabled(instance, e, false);
+  }
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t start = text.find_first_not_of(" \t\n", pos);
+    if (start == std::string_view::npos) break;
+    size_t end = text.find_first_of(" \t\n", start);
+    std::string token(text.substr(start, end == std::string_view::npos ? end : end - start));
+    pos = end == std::string_view::npos ? text.size() : end;
+
+    bool on = token[0] != '!';
+    if (!on) token.erase(0, 1);
+    // "system:event", "event" (any system) or globs of either part.
+    std::string system_glob = "*", event_glob = token;
+    if (size_t colon = token.find(':'); colon != std::string::npos) {
+      system_glob = token.substr(0, colon);
+      event_glob = token.substr(colon + 1);
+    }
+    bool matched = false;
+    for (Event* e : registry_->Events()) {
+      if (fnmatch(system_glob.c_str(), e->system(), 0) != 0) continue;
+      if (fnmatch(event_glob.c_str(), e->tp_name.c_str(), 0) != 0) continue;
+      instances_->SetEnabled(instance, e, on);
+      matched = true;
+    }
+    if (!matched) return EINVAL;
+  }
+  return 0;
+}
+
+base::ErrorOr<std::vector<DirEntry>> TracefsTree::List(std::string_view path, const Caller& caller) const {
+  auto r = Resolve(path);
+  if (!r.ok()) return base::Errno{r.error()};
+  if (!caller.consumer && !caller.producer) return base::Errno{EACCES};
+  std::vector<DirEntry> out;
+  switch (r->node) {
+    case Node::kRoot:
+      out.push_back({"events", true});
+      for (const auto& f : kRootFiles) out.push_back({f.name, false});
+      break;
+    case Node::kEventsDir:
+      out.push_back({"enable", false});
+      for (const char* sys : kSystems) {
+        if (SystemHasEvents(*registry_, sys)) out.push_back({sys, true});
+      }
+      break;
+    case Node::kSystemDir:
+      out.push_back({"enable", false});
+      for (const Event* e : registry_->Events()) {
+        if (r->system == e->system()) out.push_back({e->tp_name, true});
+      }
+      break;
+    case Node::kEventDir:
+      for (const auto& f : kEventFiles) out.push_back({f.name, false});
+      break;
+    default:
+      return base::Errno{ENOTDIR};
+  }
+  return out;
+}
+
+base::ErrorOr<Instance*> TracefsTree::PipeInstance(std::string_view path, const Caller& caller) {
+  auto r = Resolve(path);
+  if (!r.ok()) return base::Errno{r.error()};
+  if (r->node != Node::kTracePipe) return base::Errno{EINVAL};
+  if (!caller.consumer) return base::Errno{EACCES};
+  return r->instance;
+}
+
+}  // namespace udiag::service

@@ -1,0 +1,67 @@
+// The daemon's virtual tracefs: every control operation is a read or write of
+// a path with the kernel's names and text formats (DESIGN.md §2). The control
+// socket, the CLI and the FUSE mount are front ends over this one tree.
+//
+//   dynamic_events  user_events_status  available_events  set_event
+//   trace  trace_pipe  tracing_on  buffer_size_kb  trace_clock  user_events_max
+//   events/enable  events/<system>/enable  events/<system>/<event>/{enable,format,id}
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error_or.h"
+#include "service/event_registry.h"
+#include "service/instance.h"
+
+namespace udiag::service {
+
+// What the peer behind a request may do (see access_policy.h).
+struct Caller {
+  bool producer = false;    // may register and write events, read formats
+  bool consumer = false;    // may enable, read traces, create/delete via dynamic_events
+  bool privileged = false;  // root or the daemon's owner: the kernel's CAP_PERFMON
+};
+
+struct DirEntry {
+  std::string name;
+  bool is_directory = false;
+};
+
+class TracefsTree {
+ public:
+  // Names the thread behind a record, for the TASK column.
+  using CommLookup = std::function<std::string(uint32_t tid)>;
+
+  TracefsTree(EventRegistry* registry, InstanceSet* instances, CommLookup comm);
+
+  base::ErrorOr<std::string> Read(std::string_view path, const Caller& caller) const;
+  // `append` is ">>" (O_APPEND); otherwise the open truncates, which clears
+  // `trace` and deletes every event for `dynamic_events`.
+  int Write(std::string_view path, std::string_view text, bool append, const Caller& caller);
+  base::ErrorOr<std::vector<DirEntry>> List(std::string_view path, const Caller& caller) const;
+  // The instance whose trace_pipe `path` names (EACCES, ENOENT otherwise).
+  base::ErrorOr<Instance*> PipeInstance(std::string_view path, const Caller& caller);
+
+  // One entry as `trace_pipe` shows it, with its lost-events line first.
+  std::string RenderEntry(const TraceEntry& entry) const;
+
+ private:
+  struct Resolved;
+  base::ErrorOr<Resolved> Resolve(std::string_view path) const;
+
+  std::string ReadTrace(const Instance& instance) const;
+  std::string ReadStatus() const;
+  std::string ReadEnable(const Instance& instance, std::string_view system) const;
+  int WriteDynamicEvents(std::string_view text, bool append, const Caller& caller);
+  int WriteSetEvent(Instance& instance, std::string_view text, bool append);
+  int WriteEnable(Instance& instance, std::string_view system, std::string_view text);
+
+  EventRegistry* registry_;
+  InstanceSet* instances_;
+  CommLookup comm_;
+};
+
+}  // namespace udiag::service

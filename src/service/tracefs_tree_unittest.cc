@@ -1,0 +1,138 @@
+#include "service/tracefs_tree.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "service/status_page.h"
+#include "service/test_observer.h"
+
+namespace udiag::service {
+namespace {
+
+const Caller kRoot{true, true, true};
+const Caller kConsumer{false, true, false};
+const Caller kProducer{true, false, false};
+
+class TracefsTreeTest : public ::testing::Test {
+ protected:
+  TracefsTreeTest()
+      : page_(std::move(StatusPage::Create(EventRegistry::kFirstId, 64)).value()),
+        registry_(&page_, &observer_),
+        instances_(&registry_),
+        tree_(&registry_, &instances_, [](uint32_t) { return std::string("app"); }) {}
+
+  std::string Read(std::string_view path, const Caller& c = kRoot) {
+    auto r = tree_.Read(path, c);
+    EXPECT_TRUE(r.ok()) << path << ": " << r.error();
+    return r.ok() ? *r : "";
+  }
+
+  StatusPage page_;
+  RecordingObserver observer_;
+  EventRegistry registry_;
+  InstanceSet instances_;
+  TracefsTree tree_;
+};
+
+TEST_F(TracefsTreeTest, EmptyStatus) { EXPECT_EQ(Read("user_events_status"), "\nActive: 0\nBusy: 0\n"); }
+
+TEST_F(TracefsTreeTest, DynamicEventsCreateShowDelete) {
+  ASSERT_EQ(tree_.Write("dynamic_events", "u:test u32 count\n", true, kRoot), 0);
+  ASSERT_EQ(tree_.Write("/dynamic_events", "u:other char[20] msg; __rel_loc char[] data", true, kRoot), 0);
+  EXPECT_EQ(Read("dynamic_events"), "u:test u32 count\nu:other char[20] msg; __rel_loc char[] data\n");
+  EXPECT_EQ(Read("user_events_status"), "test\nother\n\nActive: 2\nBusy: 0\n");
+  EXPECT_EQ(Read("available_events"), "user_events:test\nuser_events:other\n");
+  EXPECT_EQ(tree_.Write("dynamic_events", "-:test", true, kRoot), ENOENT);  // fields must match
+  EXPECT_EQ(tree_.Write("dynamic_events", "!u:test u32 count", true, kRoot), 0);
+  EXPECT_EQ(Read("dynamic_events"), "u:other char[20] msg; __rel_loc char[] data\n");
+}
+
+TEST_F(TracefsTreeTest, DynamicEventsNeedPrivilegeAndRejectForeignLines) {
+  EXPECT_EQ(tree_.Write("dynamic_events", "u:test u32 a", true, kConsumer), EPERM);
+  EXPECT_EQ(tree_.Write("dynamic_events", "p:kprobe do_sys_open", true, kRoot), EINVAL);
+  EXPECT_EQ(tree_.Write("dynamic_events", "u:test u32 a", true, kProducer), EACCES);
+}
+
+TEST_F(TracefsTreeTest, TruncatingOpenDeletesAll) {
+  ASSERT_EQ(tree_.Write("dynamic_events", "u:a\nu:b\n", true, kRoot), 0);
+  ASSERT_EQ(tree_.Write("dynamic_events", "u:c", false, kRoot), 0);
+  EXPECT_EQ(Read("dynamic_events"), "u:c\n");
+}
+
+TEST_F(TracefsTreeTest, EnableSetsStatusAndUsedBy) {
+  ASSERT_EQ(tree_.Write("dynamic_events", "u:test u32 count", true, kRoot), 0);
+  EXPECT_EQ(Read("events/user_events/test/enable"), "0\n");
+  ASSERT_EQ(tree_.Write("events/user_events/test/enable", "1\n", false, kConsumer), 0);
+  EXPECT_EQ(Read("events/user_events/test/enable"), "1\n");
+  EXPECT_EQ(Read("user_events_status"), "test # Used by ftrace\n\nActive: 1\nBusy: 1\n");
+  EXPECT_EQ(Read("set_event"), "user_events:test\n");
+  EXPECT_EQ(tree_.Write("events/user_events/test/enable", "2", false, kConsumer), EINVAL);
+  // An enabled event is busy: it cannot be deleted.
+  EXPECT_EQ(tree_.Write("dynamic_events", "-:test u32 count", true, kRoot), EBUSY);
+  ASSERT_EQ(tree_.Write("events/enable", "0", false, kConsumer), 0);
+  EXPECT_EQ(Read("user_events_status"), "test\n\nActive: 1\nBusy: 0\n");
+}
+
+TEST_F(TracefsTreeTest, SetEventAcceptsGlobsAndRejectsUnknown) {
+  ASSERT_EQ(tree_.Write("dynamic_events", "u:a\nu:b\n", true, kRoot), 0);
+  ASSERT_EQ(tree_.Write("set_event", "user_events:*", false, kConsumer), 0);
+  EXPECT_EQ(Read("events/user_events/enable"), "1\n");
+  ASSERT_EQ(tree_.Write("set_event", "!a", true, kConsumer), 0);
+  EXPECT_EQ(Read("events/user_events/enable"), "X\n");
+  EXPECT_EQ(tree_.Write("set_event", "nosuch", true, kConsumer), EINVAL);
+}
+
+TEST_F(TracefsTreeTest, FormatAndIdForProducers) {
+  ASSERT_EQ(tree_.Write("dynamic_events", "u:test u32 count", true, kRoot), 0);
+  std::string id = Read("events/user_events/test/id", kProducer);
+  std::string format = Read("events/user_events/test/format", kProducer);
+  EXPECT_EQ(format.substr(0, 12), "name: test\nI");
+  EXPECT_NE(format.find("ID: " + id), std::string::npos);
+  EXPECT_EQ(tree_.Read("trace", kProducer).error(), EACCES);
+  EXPECT_EQ(tree_.Write("events/user_events/test/enable", "1", false, kProducer), EACCES);
+}
+
+TEST_F(TracefsTreeTest, MissingPathsAndDirectories) {
+  EXPECT_EQ(tree_.Read("nope", kRoot).error(), ENOENT);
+  EXPECT_EQ(tree_.Read("events/user_events/test/enable", kRoot).error(), ENOENT);
+  EXPECT_EQ(tree_.Read("events", kRoot).error(), EISDIR);
+  EXPECT_EQ(tree_.Read("../etc/passwd", kRoot).error(), ENOENT);
+  auto root = tree_.List("", kRoot);
+  ASSERT_TRUE(root.ok());
+  EXPECT_EQ(root->front().name, "events");
+}
+
+TEST_F(TracefsTreeTest, TraceShowsEntriesAndClears) {
+  ASSERT_EQ(tree_.Write("dynamic_events", "u:test u32 count", true, kRoot), 0);
+  Event* e = registry_.FindByTracepoint("user_events", "test");
+  instances_.SetEnabled(instances_.top(), e, true);
+  uint16_t type = e->id;
+  std::vector<uint8_t> record = {uint8_t(type), uint8_t(type >> 8), 0, 0, 7, 0, 0, 0, 9, 0, 0, 0};
+  instances_.Deliver(*e, {2'000'000'000, 7, 7, 0}, record);
+  std::string trace = Read("trace");
+  EXPECT_NE(trace.find("entries-in-buffer/entries-written: 1/1"), std::string::npos);
+  EXPECT_NE(trace.find("app-7       [000] .....     2.000000: test: count=0x9 (9)\n"), std::string::npos);
+  ASSERT_EQ(tree_.Write("trace", "", false, kConsumer), 0);
+  EXPECT_EQ(Read("trace").find("app-7"), std::string::npos);
+}
+
+TEST_F(TracefsTreeTest, TracingOffStopsRecording) {
+  ASSERT_EQ(tree_.Write("dynamic_events", "u:test", true, kRoot), 0);
+  Event* e = registry_.FindByTracepoint("user_events", "test");
+  instances_.SetEnabled(instances_.top(), e, true);
+  ASSERT_EQ(tree_.Write("tracing_on", "0", false, kConsumer), 0);
+  instances_.Deliver(*e, {}, std::vector<uint8_t>(8));
+  EXPECT_EQ(instances_.top().buffer().entries(), 0u);
+  EXPECT_EQ(Read("tracing_on"), "0\n");
+}
+
+TEST_F(TracefsTreeTest, BufferSize) {
+  ASSERT_EQ(tree_.Write("buffer_size_kb", "2048\n", false, kConsumer), 0);
+  EXPECT_EQ(Read("buffer_size_kb"), "2048\n");
+  EXPECT_EQ(tree_.Write("buffer_size_kb", "0", false, kConsumer), EINVAL);
+  EXPECT_EQ(tree_.Write("buffer_size_kb", "abc", false, kConsumer), EINVAL);
+}
+
+}  // namespace
+}  // namespace udiag::service
