@@ -3,7 +3,7 @@
 // APIs, and the kernel paths udiag replaces (a writev syscall, a Unix
 // SOCK_SEQPACKET, tracefs trace_marker_raw).
 //
-// The process starts its own udiagd (PrivateDaemon) before any benchmark runs
+// The process starts its own udiagd (PrivateDaemon, via bench_daemon.h) before any benchmark runs
 // and points $UDIAG_DIR at it. Nobody reads the daemon's trace buffer, so it
 // fills and then overwrites; that does not change the producer's per-write
 // cost, which is what is measured. Performance is reported, never asserted.
@@ -25,15 +25,13 @@
 #include <string>
 #include <thread>
 
-#include "consumer/consumer_client.h"
-#include "consumer/private_daemon.h"
+#include "bench_daemon.h"
 #include "udiag/udiag.h"
 #include "udiag/udiag.hpp"
 
 namespace {
 
-using udiag::consumer::ConsumerClient;
-using udiag::consumer::PrivateDaemon;
+using udiag::bench::BenchDaemon;
 
 constexpr uint8_t kBit = 0;
 constexpr char kDisabledName[] = "bench_disabled";
@@ -48,8 +46,7 @@ static_assert(sizeof(Payload) == 32);
 
 // Everything the benchmarks share; set up once in main().
 struct Global {
-  std::unique_ptr<PrivateDaemon> daemon;
-  std::optional<ConsumerClient> control;
+  std::unique_ptr<BenchDaemon> daemon;
   int data_fd = -1;
   alignas(8) uint32_t disabled_word = 0;
   uint32_t disabled_index = 0;
@@ -83,19 +80,14 @@ int Register(int fd, const std::string& command, uint32_t* word, uint32_t* index
 }
 
 std::string Enable(const char* name) {
-  std::string path = std::string("events/user_events/") + name + "/enable";
-  int err = g->control->Write(path, "1", false);
-  return err == 0 ? "" : "writing 1 to " + path + ": " + std::strerror(err);
+  int err = g->daemon->SetEnabled(name, true);
+  return err == 0 ? "" : std::string("enabling ") + name + ": " + std::strerror(err);
 }
 
 std::string SetUp() {
   std::string error;
-  g->daemon = PrivateDaemon::Start(&error);
-  if (!g->daemon) return "cannot start udiagd: " + error;
-  setenv("UDIAG_DIR", g->daemon->dir().c_str(), 1);
-  auto client = ConsumerClient::Connect(g->daemon->dir());
-  if (!client.ok()) return std::string("cannot connect to udiagd: ") + std::strerror(client.error());
-  g->control.emplace(std::move(client).value());
+  g->daemon = BenchDaemon::Start(&error);
+  if (!g->daemon) return error;
 
   g->data_fd = udiag_open();
   if (g->data_fd < 0) return std::string("udiag_open: ") + std::strerror(errno);
@@ -267,7 +259,6 @@ int main(int argc, char** argv) {
   global.cpp_event.reset();
   global.cpp_file.reset();
   if (global.data_fd >= 0) udiag_close(global.data_fd);
-  global.control.reset();
   global.daemon.reset();
   g = nullptr;
   return 0;
