@@ -6,11 +6,6 @@
 namespace udiag::producer {
 namespace {
 
-void MarkClosed(const ring::RingMapping& m) {
-  auto* header = static_cast<ring::RingHeader*>(m.base);
-  header->closed.store(1, std::memory_order_release);
-}
-
 void Unmap(ring::RingMapping& m) {
   if (m.base) munmap(m.base, m.bytes);
   m.base = nullptr;
@@ -20,7 +15,7 @@ void Unmap(ring::RingMapping& m) {
 
 ThreadRing::~ThreadRing() {
   // A ring from before a fork belongs to the parent's thread: leave it be.
-  if (mapping.base && generation == g_fast.ring_generation.load()) MarkClosed(mapping);
+  if (mapping.base && generation == g_fast.ring_generation.load()) writer.MarkClosed();
   Unmap(mapping);
 }
 

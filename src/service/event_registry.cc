@@ -31,7 +31,7 @@ std::vector<event::LocCheck> LocChecksOf(const event::EventDescription& desc) {
 }  // namespace
 
 EventRegistry::EventRegistry(StatusPage* status_page, Observer* observer)
-    : status_page_(status_page), observer_(observer) {}
+    : status_page_(status_page), observer_(observer), by_slot_(status_page->capacity(), nullptr) {}
 
 EventRegistry::~EventRegistry() = default;
 
@@ -80,6 +80,7 @@ base::ErrorOr<Event*> EventRegistry::Create(event::EventDescription desc, bool m
   e->refs = persist ? 2 : 1;
   e->created_seq = next_created_seq_++;
   Event* raw = e.get();
+  by_slot_[id - kFirstId] = raw;
   events_.emplace(id, std::move(e));
   status_page_->Set(id, 0);
   observer_->OnEventCreated(*raw);
@@ -105,6 +106,7 @@ bool EventRegistry::IsLastReference(const Event& event) const {
 void EventRegistry::Destroy(Event* event) {
   observer_->OnEventDestroyed(*event);
   status_page_->Set(event->id, 0);
+  by_slot_[event->id - kFirstId] = nullptr;
   events_.erase(event->id);
 }
 
@@ -154,8 +156,7 @@ void EventRegistry::SetStatusBits(Event* event, uint8_t bits, bool on) {
 }
 
 Event* EventRegistry::FindById(uint32_t id) const {
-  auto it = events_.find(id);
-  return it == events_.end() ? nullptr : it->second.get();
+  return id - kFirstId < by_slot_.size() ? by_slot_[id - kFirstId] : nullptr;
 }
 
 Event* EventRegistry::FindByTracepoint(std::string_view system, std::string_view tp_name) const {

@@ -99,6 +99,7 @@ class EventRegistry {
   StatusPage* status_page_;
   Observer* observer_;
   std::map<uint32_t, std::unique_ptr<Event>> events_;  // by id
+  std::vector<Event*> by_slot_;                        // id - kFirstId -> event, for the drain loop
   std::vector<uint32_t> doomed_;                       // ids whose refs hit zero
   uint32_t max_events_ = kDefaultMaxEvents;
   uint32_t next_id_offset_ = 0;

@@ -530,24 +530,38 @@ int Server::OnAutoEnable(Connection& conn, ipc::Decoder& body) {
   if (!req.Decode(body)) return EPROTO;
   if (!conn.caller.consumer) return EACCES;
   conn.auto_enable_globs.push_back(req.path);
-  for (Event* e : registry_->Events()) OnEventCreated(*e);
+  for (Event* e : registry_->Events()) ApplyAutoEnable(conn, *e);
   return 0;
 }
 
-// A new event (or, from OnAutoEnable, an existing one) is enabled for every
-// consumer that asked for names matching it.
 void Server::OnEventCreated(Event& event) {
+  for (auto& [_, conn] : connections_) ApplyAutoEnable(*conn, event);
+}
+
+// Holds `event` enabled for `conn` if one of its globs matches. The event is
+// enabled by the first hold and disabled when the last goes (ReleaseAutoEnables),
+// unless it was already enabled by someone else.
+void Server::ApplyAutoEnable(Connection& conn, Event& event) {
+  if (conn.auto_enabled.contains(event.id)) return;
   std::string full = fmt::format("{}:{}", event.system(), event.tp_name);
-  for (auto& [_, conn] : connections_) {
-    for (const std::string& glob : conn->auto_enable_globs) {
-      bool has_system = glob.find(':') != std::string::npos;
-      if (fnmatch(glob.c_str(), has_system ? full.c_str() : event.tp_name.c_str(), 0) != 0) continue;
-      if (!instances_->top().IsEnabled(event.id)) {
-        instances_->SetEnabled(instances_->top(), &event, true);
-        conn->auto_enabled.insert(event.id);
-      }
-      break;
+  for (const std::string& glob : conn.auto_enable_globs) {
+    bool has_system = glob.find(':') != std::string::npos;
+    if (fnmatch(glob.c_str(), has_system ? full.c_str() : event.tp_name.c_str(), 0) != 0) continue;
+    conn.auto_enabled.insert(event.id);
+    if (auto_holds_[event.id]++ == 0 && !instances_->top().IsEnabled(event.id)) {
+      auto_turned_on_.insert(event.id);
+      instances_->SetEnabled(instances_->top(), &event, true);
     }
+    return;
+  }
+}
+
+void Server::ReleaseAutoEnables(Connection& conn) {
+  for (uint32_t id : conn.auto_enabled) {
+    if (--auto_holds_[id] > 0) continue;
+    auto_holds_.erase(id);
+    Event* e = registry_->FindById(id);
+    if (e && auto_turned_on_.erase(id)) instances_->SetEnabled(instances_->top(), e, false);
   }
 }
 
@@ -569,6 +583,8 @@ void Server::OnEventDestroyed(const Event& event) {
     conn->writable_events.erase(event.id);
     conn->auto_enabled.erase(event.id);
   }
+  auto_holds_.erase(event.id);
+  auto_turned_on_.erase(event.id);
 }
 
 void Server::ResolveDeferred(bool force_expired) {
@@ -595,9 +611,7 @@ void Server::CloseConnection(uint64_t conn_id) {
   // Exit, exec or a crash: the process's enablers die with it. Its rings
   // stay until drained, so everything it committed is still delivered.
   for (const Enabler& en : conn->enablers) registry_->Put(en.event);
-  for (uint32_t id : conn->auto_enabled) {
-    if (Event* e = registry_->FindById(id)) instances_->SetEnabled(instances_->top(), e, false);
-  }
+  ReleaseAutoEnables(*conn);
   ResolveDeferred(false);
 }
 

@@ -121,6 +121,8 @@ class Server : public EventRegistry::Observer {
   int OnTreeList(Connection& conn, ipc::Decoder& body, uint32_t seq);
   int OnTreePipe(Connection& conn, ipc::Decoder& body, uint32_t seq);
   int OnAutoEnable(Connection& conn, ipc::Decoder& body);
+  void ApplyAutoEnable(Connection& conn, Event& event);
+  void ReleaseAutoEnables(Connection& conn);
 
   DataFile* FindDataFile(const std::vector<base::ScopedFd>& fds);
   ipc::EventInfo DescribeEvent(const Event& event) const;
@@ -159,6 +161,8 @@ class Server : public EventRegistry::Observer {
   std::vector<RingSource> rings_;
   std::unordered_map<uint32_t, std::string> comms_;  // tid -> comm
   std::vector<DeferredReply> deferred_;
+  std::unordered_map<uint32_t, int> auto_holds_;  // event id -> consumers holding it enabled
+  std::unordered_set<uint32_t> auto_turned_on_;   // enabled by a hold, not by hand
   // The request being handled: the notices it causes are awaited.
   Connection* current_request_ = nullptr;
   std::map<uint64_t, uint64_t> current_awaiting_;
