@@ -1,7 +1,5 @@
 // A private udiagd for a benchmark process, with a control connection to its
-// tree. Kept in its own translation unit because the consumer headers declare
-// namespace udiag::event (src/event), which collides with the class template
-// udiag::event of <udiag/udiag.hpp>: one .cc cannot include both.
+// tree (enable/disable, reads).
 #pragma once
 
 #include <sys/types.h>

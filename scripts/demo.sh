@@ -85,7 +85,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-export UDIAG_DEMO_CLI=$(cd "$BIN" && pwd)/udiag UDIAG_DEMO_DIR=$dir UDIAG_DEMO_OUT=$work
+UDIAG_DEMO_CLI=$(cd "$BIN" && pwd)/udiag
+export UDIAG_DEMO_CLI UDIAG_DEMO_DIR=$dir UDIAG_DEMO_OUT=$work
 # Programs started by the trace find the daemon through $UDIAG_DIR too.
 export UDIAG_DIR=$dir
 

@@ -68,7 +68,7 @@ void AddFileCommands(CLI::App& app, CommandLine& line) {
       "Like `echo TEXT > PATH` (or `>>` with --append): the words are joined by spaces and a\n"
       "newline is added. Creating an event is an append to dynamic_events:\n"
       "  udiag write --append dynamic_events 'u:test u32 count'\n"
-      "Put TEXT after `--` when it starts with a dash, as the delete command '-:test' does.");
+      "Put TEXT after `--` when it starts with a dash, as a delete does: -- '-:test u32 count'.");
   write->add_flag("-a,--append", line.append, "Append (>>) instead of truncating (>): needed for dynamic_events");
   write->add_option("PATH", line.path, "File to write, e.g. dynamic_events, tracing_on")->required();
   write->add_option("TEXT", line.words, "Words to write")->required();

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "event/loc_check.h"
+#include "schema/loc_check.h"
 #include "ipc/wire.h"
 
 namespace udiag::ipc {
@@ -81,7 +81,7 @@ struct HelloReply {
 struct EventInfo {
   uint32_t id = 0;
   uint32_t min_size = 0;
-  std::vector<event::LocCheck> locs;
+  std::vector<schema::LocCheck> locs;
   void Encode(Encoder& e) const;
   bool Decode(Decoder& d);
 };

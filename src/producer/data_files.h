@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "event/loc_check.h"
+#include "schema/loc_check.h"
 
 namespace udiag::producer {
 
@@ -18,7 +18,7 @@ namespace udiag::producer {
 struct EventSlot {
   uint32_t id = 0;
   uint32_t min_size = 0;
-  std::vector<event::LocCheck> locs;
+  std::vector<schema::LocCheck> locs;
 };
 
 class DataFileMirror {

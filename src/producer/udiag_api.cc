@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "event/event_description.h"
+#include "schema/event_description.h"
 #include "producer/client.h"
 #include "producer/data_files.h"
 #include "producer/user_memory.h"
@@ -56,7 +56,7 @@ int Register(Client& client, int fd, uint64_t arg) {
   if (reg.enable_addr + reg.enable_size > kTaskSize) return EFAULT;
   if (client.HasEnabler(reg.enable_addr, reg.enable_bit)) return EADDRINUSE;
   ipc::RegisterRequest req{reg.flags, reg.enable_addr, reg.enable_bit, reg.enable_size, {}};
-  if (int err = CopyStringFromUser(reg.name_args, event::kMaxCommandBytes, &req.command)) return err;
+  if (int err = CopyStringFromUser(reg.name_args, schema::kMaxCommandBytes, &req.command)) return err;
   // The agent will write the bit as soon as the reply arrives, so the word
   // must be writable now (the kernel finds out after parsing; see compat.md).
   if (!IsWritable(reg.enable_addr, reg.enable_size)) return EFAULT;
@@ -100,7 +100,7 @@ int Unregister(Client& client, uint64_t arg) {
 
 int Delete(Client& client, uint64_t arg) {
   ipc::NameRequest req;
-  if (int err = CopyStringFromUser(arg, event::kMaxCommandBytes, &req.name)) return err;
+  if (int err = CopyStringFromUser(arg, schema::kMaxCommandBytes, &req.name)) return err;
   ipc::Encoder body;
   req.Encode(body);
   Reply reply;

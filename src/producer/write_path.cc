@@ -114,7 +114,7 @@ ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
   // data between check and use. The 8 bytes before the payload stand in for
   // the common header (the daemon re-checks with the real one).
   if (!slot->locs.empty() &&
-      !event::LocsValid(slot->locs.data(), slot->locs.size(), dst - 8, 8 + payload)) {
+      !schema::LocsValid(slot->locs.data(), slot->locs.size(), dst - 8, 8 + payload)) {
     ring->Abandon();
     return Fail(EFAULT);
   }

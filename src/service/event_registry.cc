@@ -17,12 +17,12 @@ std::pair<std::string_view, std::string_view> SplitCommand(std::string_view comm
   return {command.substr(0, space), command.substr(space + 1)};
 }
 
-std::vector<event::LocCheck> LocChecksOf(const event::EventDescription& desc) {
-  std::vector<event::LocCheck> locs;
+std::vector<schema::LocCheck> LocChecksOf(const schema::EventDescription& desc) {
+  std::vector<schema::LocCheck> locs;
   for (const auto& f : desc.fields) {
-    if (f.kind != event::FieldKind::kDataLoc && f.kind != event::FieldKind::kRelLoc) continue;
+    if (f.kind != schema::FieldKind::kDataLoc && f.kind != schema::FieldKind::kRelLoc) continue;
     locs.push_back({static_cast<uint16_t>(f.offset),
-                    static_cast<uint8_t>(f.kind == event::FieldKind::kRelLoc),
+                    static_cast<uint8_t>(f.kind == schema::FieldKind::kRelLoc),
                     static_cast<uint8_t>(f.is_string)});
   }
   return locs;
@@ -44,19 +44,19 @@ base::ErrorOr<Event*> EventRegistry::FindOrCreate(std::string_view command, bool
   // so a conflicting name wins over a syntax error, as in the kernel.
   for (Event* e : Events()) {
     if (e->multi_format != multi_format || e->reg_name() != name) continue;
-    if (event::FieldsMatch(e->desc.fields, args)) {
+    if (schema::FieldsMatch(e->desc.fields, args)) {
       Get(e);
       return e;
     }
     if (!multi_format) return base::Errno{EADDRINUSE};
   }
 
-  event::EventDescription desc;
-  if (int err = event::ParseCommand(command, &desc)) return base::Errno{err};
+  schema::EventDescription desc;
+  if (int err = schema::ParseCommand(command, &desc)) return base::Errno{err};
   return Create(std::move(desc), multi_format, persist);
 }
 
-base::ErrorOr<Event*> EventRegistry::Create(event::EventDescription desc, bool multi_format,
+base::ErrorOr<Event*> EventRegistry::Create(schema::EventDescription desc, bool multi_format,
                                             bool persist) {
   if (events_.size() >= max_events_) return base::Errno{EMFILE};
   // Ids go round-robin so that a freed id is reused as late as possible:
@@ -128,7 +128,7 @@ int EventRegistry::DeleteMatching(std::string_view system, std::string_view name
   if (!system.empty() && system != "user_events" && system != "user_events_multi") return ENOENT;
   bool found = false;
   for (Event* e : Events()) {
-    if (e->reg_name() != name || !event::FieldsMatch(e->desc.fields, args)) continue;
+    if (e->reg_name() != name || !schema::FieldsMatch(e->desc.fields, args)) continue;
     found = true;
     if (!IsLastReference(*e)) return EBUSY;
     if (e->persistent && !privileged) return EPERM;

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "base/error_or.h"
-#include "event/event_description.h"
-#include "event/loc_check.h"
+#include "schema/event_description.h"
+#include "schema/loc_check.h"
 
 namespace udiag::service {
 
@@ -29,8 +29,8 @@ struct Event {
   std::string tp_name;  // reg name, or "<name>.<hex>" for multi-format
   bool multi_format = false;
   bool persistent = false;  // holds a self reference until deleted
-  event::EventDescription desc;
-  std::vector<event::LocCheck> locs;
+  schema::EventDescription desc;
+  std::vector<schema::LocCheck> locs;
   uint8_t status = 0;
   int refs = 0;
   uint64_t created_seq = 0;  // creation order, for dynamic_events
@@ -94,7 +94,7 @@ class EventRegistry {
  private:
   bool IsLastReference(const Event& event) const;
   void Destroy(Event* event);
-  base::ErrorOr<Event*> Create(event::EventDescription desc, bool multi_format, bool persist);
+  base::ErrorOr<Event*> Create(schema::EventDescription desc, bool multi_format, bool persist);
 
   StatusPage* status_page_;
   Observer* observer_;

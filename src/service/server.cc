@@ -20,7 +20,7 @@
 #include "base/daemon_dir.h"
 #include "base/errno_name.h"
 #include "base/tsc.h"
-#include "event/event_description.h"
+#include "schema/event_description.h"
 #include "udiag/udiag.h"
 
 namespace udiag::service {
@@ -282,7 +282,7 @@ void Server::HandleMessage(Connection& conn, const std::vector<uint8_t>& bytes,
     case MsgType::kDelete: {
       ipc::NameRequest req;
       err = !req.Decode(body) ? EPROTO
-            : req.name.size() >= event::kMaxCommandBytes ? EINVAL
+            : req.name.size() >= schema::kMaxCommandBytes ? EINVAL
             : registry_->DeleteByName(req.name, conn.caller.privileged);
       break;
     }
@@ -385,7 +385,7 @@ int Server::OnRegister(Connection& conn, ipc::Decoder& body, std::vector<ScopedF
   for (const Enabler& en : conn.enablers) {
     if (en.addr == req.enable_addr && en.bit == req.enable_bit) return EADDRINUSE;
   }
-  if (req.command.size() >= event::kMaxCommandBytes) return EINVAL;
+  if (req.command.size() >= schema::kMaxCommandBytes) return EINVAL;
   std::string_view name = std::string_view(req.command).substr(0, req.command.find(' '));
   if (name.find(':') != std::string_view::npos) return EINVAL;
   bool persist = req.flags & USER_EVENT_REG_PERSIST;
@@ -703,7 +703,7 @@ size_t Server::DrainRings() {
             return;
           }
           size_t offset = arena.size();
-          uint32_t record_size = event::kCommonHeaderSize + rec.payload.size();
+          uint32_t record_size = schema::kCommonHeaderSize + rec.payload.size();
           arena.resize(offset + record_size);
           uint8_t* r = arena.data() + offset;
           uint16_t type = rec.type;
@@ -713,7 +713,7 @@ size_t Server::DrainRings() {
           r[3] = 0;  // preempt count
           std::memcpy(r + 4, &pid, 4);
           std::memcpy(r + 8, rec.payload.data(), rec.payload.size());
-          if (!event::LocsValid(event->locs.data(), event->locs.size(), r, record_size)) {
+          if (!schema::LocsValid(event->locs.data(), event->locs.size(), r, record_size)) {
             arena.resize(offset);
             ++records_rejected_;
             return;

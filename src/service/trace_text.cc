@@ -35,7 +35,7 @@ std::string TraceLine(const TraceEntry& entry, std::string_view comm, const Even
   std::string line = fmt::format("{:>16}-{:<7} [{:03}] ..... {:5}.{:06}: ", comm, entry.meta.tid,
                                  entry.meta.cpu, usecs / 1000000, usecs % 1000000);
   if (event) {
-    line += event::RenderTraceBody(event->tp_name, event->desc.fields, entry.record);
+    line += schema::RenderTraceBody(event->tp_name, event->desc.fields, entry.record);
   } else {
     uint16_t type = 0;
     if (entry.record.size() >= sizeof(type)) std::memcpy(&type, entry.record.data(), sizeof(type));

@@ -21,7 +21,7 @@ TEST(TraceTextTest, LineHasFtraceColumns) {
   Event event;
   event.id = 1000;
   event.tp_name = "test";
-  ASSERT_EQ(event::ParseCommand("test u32 count", &event.desc), 0);
+  ASSERT_EQ(schema::ParseCommand("test u32 count", &event.desc), 0);
   std::vector<uint8_t> record = {0xe8, 0x03, 0, 0, 0x39, 0x30, 0, 0, 5, 0, 0, 0};
   TraceEntry entry{{1'234'567'891'234, 12345, 12345, 1}, 0, record};
   EXPECT_EQ(TraceLine(entry, "app", &event),

@@ -128,7 +128,7 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
       return base::Errno{EINVAL};  // streamed: see PipeInstance()
     case Node::kDynamicEvents: {
       std::string out;
-      for (const Event* e : registry_->Events()) out += event::DynamicEventsLine(e->desc) + "\n";
+      for (const Event* e : registry_->Events()) out += schema::DynamicEventsLine(e->desc) + "\n";
       return out;
     }
     case Node::kStatus:
@@ -159,7 +159,7 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
       if (r->event) return std::string(inst.IsEnabled(r->event->id) ? "1\n" : "0\n");
       return ReadEnable(inst, r->system);
     case Node::kFormat:
-      return event::FormatFile(r->event->tp_name, r->event->id, r->event->desc.fields);
+      return schema::FormatFile(r->event->tp_name, r->event->id, r->event->desc.fields);
     case Node::kId:
       return fmt::format("{}\n", r->event->id);
   }
@@ -274,14 +274,14 @@ int TracefsTree::WriteDynamicEvents(std::string_view text, bool append, const Ca
     std::string_view line = text.substr(0, nl);
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
 
-    event::DynamicEventsCommand cmd;
-    if (int err = event::ParseDynamicEventsLine(line, &cmd)) return err;
+    schema::DynamicEventsCommand cmd;
+    if (int err = schema::ParseDynamicEventsLine(line, &cmd)) return err;
     switch (cmd.op) {
-      case event::DynamicEventsCommand::Op::kNone:
+      case schema::DynamicEventsCommand::Op::kNone:
         break;
-      case event::DynamicEventsCommand::Op::kForeign:
+      case schema::DynamicEventsCommand::Op::kForeign:
         return EINVAL;  // no kprobe/uprobe/synthetic providers here
-      case event::DynamicEventsCommand::Op::kCreate: {
+      case schema::DynamicEventsCommand::Op::kCreate: {
         if (!caller.privileged) return EPERM;
         if (cmd.command.size() >= 4096) return EINVAL;
         auto e = registry_->FindOrCreate(cmd.command, /*multi_format=*/false, /*persist=*/true);
@@ -289,7 +289,7 @@ int TracefsTree::WriteDynamicEvents(std::string_view text, bool append, const Ca
         registry_->Put(*e);  // keep only the self reference
         break;
       }
-      case event::DynamicEventsCommand::Op::kDelete:
+      case schema::DynamicEventsCommand::Op::kDelete:
         if (int err = registry_->DeleteMatching(cmd.system, cmd.name, cmd.args, caller.privileged)) {
           return err;
         }

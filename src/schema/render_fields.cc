@@ -1,14 +1,14 @@
 // §13.4: the generic field printer the trace file uses for user events. The
 // record comes from an untrusted producer, so every read is bounds-checked.
 
-#include "event/event_description.h"
+#include "schema/event_description.h"
 
 #include <fmt/format.h>
 
 #include <cstring>
 #include <iterator>
 
-namespace udiag::event {
+namespace udiag::schema {
 namespace {
 
 constexpr std::string_view kOverflow = "<OVERFLOW>";
@@ -100,4 +100,4 @@ std::string RenderTraceBody(std::string_view tp_name, const std::vector<Field>& 
   return fmt::format("{}:{}{}", tp_name, fields.empty() ? "" : " ", RenderFields(fields, record));
 }
 
-}  // namespace udiag::event
+}  // namespace udiag::schema

@@ -1,11 +1,11 @@
 // §7 "Field comparison": how the kernel decides that a command's argument
 // text describes the fields of an existing event.
 
-#include "event/event_description.h"
+#include "schema/event_description.h"
 
-#include "event/ascii_text.h"
+#include "schema/ascii_text.h"
 
-namespace udiag::event {
+namespace udiag::schema {
 namespace {
 
 // v6.9 fix: "u32 a;u32 b" is read as "u32 a; u32 b" so that it can match.
@@ -48,4 +48,4 @@ bool FieldsMatch(const std::vector<Field>& fields, std::string_view args) {
   return next == tokens.size();
 }
 
-}  // namespace udiag::event
+}  // namespace udiag::schema

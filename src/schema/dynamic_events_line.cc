@@ -1,13 +1,13 @@
 // §11.1/§11.2: classifies one line written to dynamic_events.
 
-#include "event/event_description.h"
+#include "schema/event_description.h"
 
 #include <algorithm>
 #include <cerrno>
 
-#include "event/ascii_text.h"
+#include "schema/ascii_text.h"
 
-namespace udiag::event {
+namespace udiag::schema {
 namespace {
 
 constexpr std::string_view kUserEventsPrefix = "u:";
@@ -57,4 +57,4 @@ int ParseDynamicEventsLine(std::string_view line, DynamicEventsCommand* out) {
   return 0;
 }
 
-}  // namespace udiag::event
+}  // namespace udiag::schema

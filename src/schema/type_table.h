@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace udiag::event {
+namespace udiag::schema {
 
 struct IntegerType {
   std::string_view name;
@@ -28,4 +28,4 @@ inline const IntegerType* FindIntegerType(std::string_view type) {
   return nullptr;
 }
 
-}  // namespace udiag::event
+}  // namespace udiag::schema

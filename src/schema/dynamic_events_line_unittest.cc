@@ -1,10 +1,10 @@
-#include "event/event_description.h"
+#include "schema/event_description.h"
 
 #include <gtest/gtest.h>
 
 #include <cerrno>
 
-namespace udiag::event {
+namespace udiag::schema {
 namespace {
 
 using Op = DynamicEventsCommand::Op;
@@ -127,4 +127,4 @@ TEST(DynamicEventsLineParseTest, OtherProvidersAreForeign) {
 }
 
 }  // namespace
-}  // namespace udiag::event
+}  // namespace udiag::schema

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-namespace udiag::event {
+namespace udiag::schema {
 
 inline bool IsSpace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
@@ -34,4 +34,4 @@ inline std::vector<std::string_view> SplitOnWhitespace(std::string_view text) {
   return tokens;
 }
 
-}  // namespace udiag::event
+}  // namespace udiag::schema

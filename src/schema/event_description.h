@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace udiag::event {
+namespace udiag::schema {
 
 // Size of the common header (common_type, flags, preempt_count, pid) that
 // precedes the payload in every record.
@@ -86,4 +86,4 @@ struct DynamicEventsCommand {
 // Returns 0 or EINVAL (malformed delete: "-x", no ':', empty name).
 int ParseDynamicEventsLine(std::string_view line, DynamicEventsCommand* out);
 
-}  // namespace udiag::event
+}  // namespace udiag::schema

@@ -1,15 +1,15 @@
 // The texts derived from an event description: dynamic_events lines (§11.3),
 // print fmt (§13.3) and the format file (§13.2).
 
-#include "event/event_description.h"
+#include "schema/event_description.h"
 
 #include <fmt/format.h>
 
 #include <iterator>
 
-#include "event/type_table.h"
+#include "schema/type_table.h"
 
-namespace udiag::event {
+namespace udiag::schema {
 namespace {
 
 // The fields every record starts with (§9.4), as the format file lists them.
@@ -89,4 +89,4 @@ std::string FormatFile(std::string_view tp_name, uint32_t id, const std::vector<
   return text;
 }
 
-}  // namespace udiag::event
+}  // namespace udiag::schema

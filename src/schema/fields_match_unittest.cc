@@ -1,8 +1,8 @@
-#include "event/event_description.h"
+#include "schema/event_description.h"
 
 #include <gtest/gtest.h>
 
-namespace udiag::event {
+namespace udiag::schema {
 namespace {
 
 std::vector<Field> FieldsOf(std::string_view args) {
@@ -84,4 +84,4 @@ TEST(FieldsMatchTest, LocFields) {
 }
 
 }  // namespace
-}  // namespace udiag::event
+}  // namespace udiag::schema

@@ -1,4 +1,4 @@
-#include "event/loc_check.h"
+#include "schema/loc_check.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace udiag::event {
+namespace udiag::schema {
 namespace {
 
 uint32_t DynLoc(uint32_t offset, uint32_t size) { return size << 16 | offset; }
@@ -80,4 +80,4 @@ TEST(LocCheckTest, EveryLocIsChecked) {
 }
 
 }  // namespace
-}  // namespace udiag::event
+}  // namespace udiag::schema

@@ -1,16 +1,16 @@
 // §4: the registration command parser. It tokenises byte by byte the way the
 // kernel does, quirks included, rather than following a real grammar.
 
-#include "event/event_description.h"
+#include "schema/event_description.h"
 
 #include <cerrno>
 #include <limits>
 #include <optional>
 
-#include "event/ascii_text.h"
-#include "event/type_table.h"
+#include "schema/ascii_text.h"
+#include "schema/type_table.h"
 
-namespace udiag::event {
+namespace udiag::schema {
 namespace {
 
 constexpr uint32_t kMaxArrayLength = 1024;  // the kernel's MAX_FIELD_ARRAY_SIZE
@@ -186,4 +186,4 @@ int ParseCommand(std::string_view command, EventDescription* out) {
   return 0;
 }
 
-}  // namespace udiag::event
+}  // namespace udiag::schema

@@ -1,10 +1,10 @@
-#include "event/event_description.h"
+#include "schema/event_description.h"
 
 #include <gtest/gtest.h>
 
 #include <cerrno>
 
-namespace udiag::event {
+namespace udiag::schema {
 namespace {
 
 EventDescription Parse(std::string_view command) {
@@ -329,4 +329,4 @@ TEST(ParseCommandTest, SelftestRegistrations) {
 }
 
 }  // namespace
-}  // namespace udiag::event
+}  // namespace udiag::schema

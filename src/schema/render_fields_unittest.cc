@@ -1,10 +1,10 @@
-#include "event/event_description.h"
+#include "schema/event_description.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-namespace udiag::event {
+namespace udiag::schema {
 namespace {
 
 std::vector<Field> FieldsOf(std::string_view args) {
@@ -184,4 +184,4 @@ TEST(RenderFieldsTest, StructsOfOtherSizesAreInvalid) {
 }
 
 }  // namespace
-}  // namespace udiag::event
+}  // namespace udiag::schema

@@ -1,8 +1,8 @@
-#include "event/event_description.h"
+#include "schema/event_description.h"
 
 #include <gtest/gtest.h>
 
-namespace udiag::event {
+namespace udiag::schema {
 namespace {
 
 EventDescription Parse(std::string_view command) {
@@ -157,4 +157,4 @@ TEST(FormatFileTest, SignedColumn) {
 }
 
 }  // namespace
-}  // namespace udiag::event
+}  // namespace udiag::schema

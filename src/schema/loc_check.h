@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace udiag::event {
+namespace udiag::schema {
 
 struct LocCheck {
   uint16_t offset;  // of the loc word in the record (common header included)
@@ -30,4 +30,4 @@ inline bool LocsValid(const LocCheck* checks, uint32_t count, const uint8_t* rec
   return true;
 }
 
-}  // namespace udiag::event
+}  // namespace udiag::schema

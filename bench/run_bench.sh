@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Runs udiag's benchmarks and prints one comparison table (medians).
+#   bench/run_bench.sh BUILD_DIR            (BUILD_DIR configured with -DUDIAG_BUILD_BENCH=ON)
+# Env: UDIAG_SUSTAINED_SECONDS (default 10), BENCH_MIN_TIME (Google Benchmark
+# --benchmark_min_time, default 0.5). Performance is measured, never asserted.
+set -u
+BUILD=${1:?usage: run_bench.sh BUILD_DIR}
+BIN=$BUILD/bin
+SECS=${UDIAG_SUSTAINED_SECONDS:-10}
+MIN_TIME=${BENCH_MIN_TIME:-0.5}
+OUT=$(mktemp -d /tmp/udiag-bench.XXXXXX)
+GB=(--benchmark_format=json --benchmark_min_time="$MIN_TIME")
+
+echo "results in $OUT" >&2
+for b in ring_bench udiag_bench sustained_bench; do
+  [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (build with -DUDIAG_BUILD_BENCH=ON)" >&2; exit 1; }
+done
+
+echo "running ring_bench..." >&2
+"$BIN/ring_bench" "${GB[@]}" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  >"$OUT/ring.json" 2>"$OUT/ring.err"
+echo "running udiag_bench..." >&2
+"$BIN/udiag_bench" "${GB[@]}" >"$OUT/udiag.json" 2>"$OUT/udiag.err"
+
+# --- LTTng-UST peer -----------------------------------------------------------
+lttng_note=""
+started_sessiond=""
+if [ ! -x "$BIN/peer_bench" ]; then
+  lttng_note="skipped: peer_bench not built (lttng-ust not found)"
+elif ! command -v lttng >/dev/null || ! command -v lttng-sessiond >/dev/null; then
+  lttng_note="skipped: lttng-tools not installed"
+else
+  echo "running peer_bench (disabled)..." >&2
+  "$BIN/peer_bench" "${GB[@]}" >"$OUT/lttng_disabled.json" 2>"$OUT/lttng_disabled.err" || true
+  if ! pgrep -u "$(id -u)" -x lttng-sessiond >/dev/null; then
+    if lttng-sessiond --daemonize >"$OUT/sessiond.log" 2>&1; then
+      started_sessiond=$(pgrep -u "$(id -u)" -n -x lttng-sessiond)
+    fi
+  fi
+  session=udiag_bench_$$
+  trace_dir=$(mktemp -d /tmp/udiag-lttng.XXXXXX)
+  if lttng create "$session" --output="$trace_dir" >"$OUT/lttng.log" 2>&1 &&
+     lttng enable-event -u 'udiag_bench:*' -s "$session" >>"$OUT/lttng.log" 2>&1 &&
+     lttng start "$session" >>"$OUT/lttng.log" 2>&1; then
+    echo "running peer_bench (enabled, recording)..." >&2
+    "$BIN/peer_bench" "${GB[@]}" >"$OUT/lttng_enabled.json" 2>"$OUT/lttng_enabled.err" || true
+    lttng stop "$session" >"$OUT/lttng_stop.log" 2>&1
+    lttng destroy "$session" >>"$OUT/lttng.log" 2>&1
+  else
+    lttng_note="skipped: lttng session failed: $(tail -1 "$OUT/lttng.log")"
+    lttng destroy "$session" >/dev/null 2>&1
+  fi
+  rm -rf "$trace_dir"
+  [ -n "$started_sessiond" ] && kill "$started_sessiond" 2>/dev/null
+fi
+
+echo "running sustained_bench ($SECS s)..." >&2
+"$BIN/sustained_bench" "$SECS" >"$OUT/sustained.txt" 2>"$OUT/sustained.err"
+
+LTTNG_NOTE="$lttng_note" python3 - "$OUT" <<'PY'
+import json, os, re, sys
+out = sys.argv[1]
+
+def load(name):
+    try:
+        with open(os.path.join(out, name)) as f:
+            return json.load(f)["benchmarks"]
+    except Exception:
+        return []
+
+def median(benchs, prefix):
+    """(ns, error) of the median aggregate of the benchmark named `prefix`."""
+    for b in benchs:
+        name = b.get("run_name", b["name"])
+        if name.split("/")[0] != prefix.split("/")[0] or not name.startswith(prefix):
+            continue
+        if b.get("error_occurred"):
+            return None, b.get("error_message", "error")
+        if b.get("aggregate_name") == "median":
+            scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
+            return b["real_time"] * scale, None
+    return None, "not run"
+
+ring, ud = load("ring.json"), load("udiag.json")
+ltd, lte = load("lttng_disabled.json"), load("lttng_enabled.json")
+rows = [
+    ("one load + branch (udiag disabled check)", *median(ud, "BM_DisabledCheck")),
+    ("LTTng-UST tracepoint, disabled", *median(ltd, "BM_LttngTracepoint")),
+    ("floor: rdtsc + copy into a ring + release store", *median(ring, "BM_Floor/rdtsc")),
+    ("udiag ring: reserve + 32 B + commit", *median(ring, "BM_RingWrite32")),
+    ("udiag enabled write, C (udiag_writev)", *median(ud, "BM_EnabledWriteC")),
+    ("udiag enabled write, C++ (event<u64 x4>)", *median(ud, "BM_EnabledWriteCpp")),
+    ("LTTng-UST tracepoint, enabled, recording", *median(lte, "BM_LttngTracepoint")),
+    ("writev to /dev/null (syscall floor)", *median(ud, "BM_WritevDevNull")),
+    ("writev to trace_marker_raw (kernel path)", *median(ud, "BM_TraceMarkerRaw")),
+    ("writev to Unix SOCK_SEQPACKET with reader", *median(ud, "BM_WritevUnixSocket")),
+]
+note = os.environ.get("LTTNG_NOTE", "")
+if note:
+    rows = [(p, None, note) if p.startswith("LTTng") else (p, v, e) for p, v, e in rows]
+# Check the peer really ran in the state its row claims.
+for data, want, row in ((ltd, 0, 1), (lte, 1, 6)):
+    for b in data:
+        if "enabled" in b and b.get("aggregate_name") == "median" and int(b["enabled"]) != want:
+            p, v, e = rows[row]
+            rows[row] = (p, None, "skipped: tracepoint was %s in this run" % ("enabled" if want == 0 else "not enabled"))
+base = rows[4][1]
+
+print("| path | ns/event (median) | ratio to udiag enabled C write |")
+print("|---|---|---|")
+for path, v, err in rows:
+    if v is None:
+        print(f"| {path} | {err} | |")
+    else:
+        ratio = f"{v / base:.2f}x" if base else "n/a"
+        print(f"| {path} | {v:,.2f} | {ratio} |")
+
+try:
+    stop = open(os.path.join(out, "lttng_stop.log")).read()
+    m = re.search(r"(\d+) events? (?:were|was) discarded", stop)
+    print(f"\nLTTng-UST recording: {m.group(1) if m else 0} events discarded")
+except OSError:
+    pass
+
+s = {}
+try:
+    for line in open(os.path.join(out, "sustained.txt")):
+        k, _, v = line.strip().partition(" ")
+        s[k] = v
+except OSError:
+    pass
+if not s:
+    print("\nsustained: failed:", open(os.path.join(out, "sustained.err")).read().strip())
+    sys.exit(0)
+g = lambda k: s.get(k, "?")
+def n(k):
+    try: return f"{float(g(k)):,.0f}"
+    except ValueError: return g(k)
+print(f"\nsustained ({g('sustained_seconds')} s, 1 producer thread, 32-byte events, 1 trace_pipe reader):")
+print("| measure | value |")
+print("|---|---|")
+print(f"| events written (producer) | {n('written_events')} ({n('written_per_s')}/s, {g('ns_per_write_sustained')} ns each) |")
+print(f"| write failures | {g('write_failures')} |")
+print(f"| taken in by the daemon (trace entries-written) | {n('daemon_entries_written')} ({n('daemon_accepted_per_s')}/s); never reached it: {n('not_reaching_daemon')} |")
+print(f"| delivered as trace_pipe lines | {n('pipe_event_lines')} ({n('pipe_delivered_per_s')}/s, {n('pipe_bytes')} bytes) |")
+print(f"| lost, reported as [LOST N EVENTS] in trace_pipe / left in trace | {n('pipe_lost_reported')} / {n('trace_lost_reported')} |")
+print(f"| still in buffer at end | {n('daemon_entries_in_buffer')} |")
+print(f"| written - delivered | {n('lost_total')} |")
+print(f"| daemon peak RSS (VmHWM) | {n('daemon_vmhwm_kb')} kB |")
+print(f"\nenable propagation (tree write of 1/0 -> producer bit flips, 200 flips): "
+      f"p50 {g('enable_latency_us_p50')} us, p99 {g('enable_latency_us_p99')} us, timeouts {g('enable_latency_timeouts')}")
+PY
