@@ -8,7 +8,6 @@
 
 #include <gtest/gtest.h>
 
-#include "base/daemon_dir.h"
 #include "consumer/consumer_client.h"
 
 namespace udiag::consumer {

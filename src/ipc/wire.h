@@ -18,8 +18,9 @@ class Encoder {
   template <typename T>
     requires std::is_integral_v<T> || std::is_enum_v<T>
   Encoder& Put(T value) {
-    const auto* p = reinterpret_cast<const uint8_t*>(&value);
-    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+    size_t at = bytes_.size();
+    bytes_.resize(at + sizeof(T));
+    std::memcpy(bytes_.data() + at, &value, sizeof(T));
     return *this;
   }
   Encoder& PutBytes(std::string_view s) {

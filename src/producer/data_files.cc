@@ -59,9 +59,6 @@ std::vector<int> DataFileTable::Descriptors() const {
   return fds;
 }
 
-DataFileTable& DataFiles() {
-  static DataFileTable* table = new DataFileTable;  // never destroyed: writers may run during exit
-  return *table;
-}
+DataFileTable* const g_data_files = new DataFileTable;
 
 }  // namespace udiag::producer

@@ -68,6 +68,9 @@ class DataFileTable {
   std::unordered_map<int, DataFileMirror*> far_;  // fds >= kDirect
 };
 
-DataFileTable& DataFiles();
+// The process's table. Created when the library loads (before any program
+// code can write), never destroyed: writers may run during exit.
+extern DataFileTable* const g_data_files;
+inline DataFileTable& DataFiles() { return *g_data_files; }
 
 }  // namespace udiag::producer

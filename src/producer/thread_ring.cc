@@ -1,9 +1,13 @@
 #include "producer/thread_ring.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 namespace udiag::producer {
+
+thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
+
 namespace {
 
 void Unmap(ring::RingMapping& m) {
@@ -11,21 +15,30 @@ void Unmap(ring::RingMapping& m) {
   m.base = nullptr;
 }
 
-}  // namespace
-
-ThreadRing::~ThreadRing() {
-  // A ring from before a fork belongs to the parent's thread: leave it be.
-  if (mapping.base && generation == g_fast.ring_generation.load()) writer.MarkClosed();
-  Unmap(mapping);
+// Thread exit: tell the daemon this ring is finished. A ring from before a
+// fork belongs to the parent's thread and is left alone.
+void OnThreadExit(void*) {
+  if (t_ring.mapping.base && t_ring.generation == g_fast.ring_generation.load()) t_ring.writer.MarkClosed();
+  Unmap(t_ring.mapping);
+  t_ring.generation = 0;
 }
+
+pthread_key_t ExitKey() {
+  static pthread_key_t key = [] {
+    pthread_key_t k;
+    pthread_key_create(&k, &OnThreadExit);
+    return k;
+  }();
+  return key;
+}
+
+}  // namespace
 
 bool RenewThreadRing() {
   uint32_t generation = g_fast.ring_generation.load(std::memory_order_acquire);
-  if (t_ring.mapping.base && t_ring.generation != 0) {
-    // Same process and daemon as before (a reconnect): tell the old daemon-side
-    // reader we are done; after a fork the old ring is the parent's.
-    Unmap(t_ring.mapping);
-  }
+  // After a fork the old ring is the parent's; after a reconnect it belongs
+  // to a daemon that is gone. Either way this thread stops using it.
+  Unmap(t_ring.mapping);
   t_ring.writer = ring::RingWriter();
   Client* client = Client::Get();
   if (!client) return false;
@@ -44,6 +57,7 @@ bool RenewThreadRing() {
   t_ring.mapping = m;
   t_ring.writer.Attach(m.base);
   t_ring.generation = generation;
+  pthread_setspecific(ExitKey(), &t_ring);  // non-null so OnThreadExit runs
   return true;
 }
 

@@ -9,14 +9,16 @@
 
 namespace udiag::producer {
 
+// Plain data with constant initialisation, in the initial-exec TLS model:
+// the write path reaches it with one %fs-relative access, no __tls_get_addr
+// and no lazy-init wrapper. Thread exit is handled by a pthread key.
 struct ThreadRing {
   ring::RingWriter writer;
   ring::RingMapping mapping{-1, nullptr, 0};
   uint32_t generation = 0;
-  ~ThreadRing();
 };
 
-inline thread_local ThreadRing t_ring;
+extern thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
 
 // Creates this thread's ring for the current generation; false on failure.
 bool RenewThreadRing();

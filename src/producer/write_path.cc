@@ -109,7 +109,14 @@ ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
   // the kernel; the ring counts it lost, so readers are told.
   uint8_t* dst = ring->Reserve(payload, slot->id, cpu, ts);
   if (!dst) return total;
-  Gather(dst, iov, cnt, sizeof(index), payload);
+  // The usual shapes, [index+payload] and [index][payload], copy directly.
+  if (cnt == 1) {
+    std::memcpy(dst, static_cast<const uint8_t*>(iov[0].iov_base) + sizeof(index), payload);
+  } else if (cnt == 2 && iov[0].iov_len == sizeof(index)) {
+    std::memcpy(dst, iov[1].iov_base, payload);
+  } else {
+    Gather(dst, iov, cnt, sizeof(index), payload);
+  }
   // Loc words are checked in the ring copy, so the caller cannot change the
   // data between check and use. The 8 bytes before the payload stand in for
   // the common header (the daemon re-checks with the real one).
