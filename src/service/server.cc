@@ -21,6 +21,7 @@
 #include "base/errno_name.h"
 #include "base/tsc.h"
 #include "schema/event_description.h"
+#include "service/trace_text.h"
 #include "udiag/udiag.h"
 
 namespace udiag::service {
@@ -176,7 +177,7 @@ int Server::Run() {
         case kConnection: {
           auto it = connections_.find(value);
           if (it == connections_.end()) break;
-          if (events[i].events & EPOLLOUT) FlushOutbox(*it->second);
+          if (events[i].events & EPOLLOUT) FlushOutbox(*it->second);  // PumpPipes refills it below
           if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) HandleReadable(*it->second);
           break;
         }
@@ -317,6 +318,7 @@ int Server::OnHello(Connection& conn, ipc::Decoder& body, uint32_t seq) {
   ipc::Hello hello;
   if (!hello.Decode(body) || conn.greeted) return EPROTO;
   if (hello.version != ipc::kProtocolVersion) return EPROTONOSUPPORT;
+  if (hello.role != ipc::Role::kProducer && hello.role != ipc::Role::kConsumer) return EINVAL;
   if (hello.role == ipc::Role::kProducer && !conn.caller.producer) return EACCES;
   conn.role = hello.role;
   conn.greeted = true;
@@ -736,20 +738,22 @@ size_t Server::DrainRings() {
   return batch.size();
 }
 
+// Sends trace_pipe readers what their instance buffer holds, until a
+// reader's socket is full; EPOLLOUT then flushes it and we come back here.
 void Server::PumpPipes() {
   std::vector<uint8_t> storage;
   for (auto& [_, conn] : connections_) {
-    if (!conn->pipe_instance || !conn->outbox.empty()) continue;
-    std::string text;
-    TraceEntry entry;
-    while (text.size() < kChunkBytes - 4096 && conn->pipe_instance->buffer().Pop(&entry, &storage)) {
-      text += tree_->RenderEntry(entry);
-    }
-    if (text.empty()) continue;
-    for (size_t off = 0; off < text.size(); off += kChunkBytes) {
+    if (!conn->pipe_instance) continue;
+    TraceBuffer& buffer = conn->pipe_instance->buffer();
+    while (conn->outbox.empty()) {
+      std::string text;
+      TraceEntry entry;
+      while (text.size() < kChunkBytes - 4096 && buffer.Pop(&entry, &storage)) text += tree_->RenderEntry(entry);
+      // Losses with no entry after them are reported once the buffer is empty.
+      if (text.empty() && buffer.pending_lost()) text = LostEventsLine(0, buffer.TakePendingLost());
+      if (text.empty()) break;
       ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kData, conn->pipe_seq);
-      size_t n = std::min(kChunkBytes, text.size() - off);
-      e.bytes().insert(e.bytes().end(), text.begin() + off, text.begin() + off + n);
+      e.bytes().insert(e.bytes().end(), text.begin(), text.end());
       Send(*conn, std::move(e.bytes()));
     }
   }

@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace udiag::service {
@@ -57,6 +58,8 @@ class TraceBuffer {
   uint64_t lost_total() const { return lost_total_; }
   // Losses not yet attached to an entry (nothing was appended after them).
   uint64_t pending_lost() const { return pending_lost_; }
+  // For consuming readers: hands over the trailing losses once reported.
+  uint64_t TakePendingLost() { return std::exchange(pending_lost_, 0); }
 
  private:
   static constexpr size_t kChunkBytes = 64 * 1024;

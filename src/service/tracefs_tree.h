@@ -21,7 +21,7 @@ namespace udiag::service {
 // What the peer behind a request may do (see access_policy.h).
 struct Caller {
   bool producer = false;    // may register and write events, read formats
-  bool consumer = false;    // may enable, read traces, create/delete via dynamic_events
+  bool consumer = false;    // may enable events, read traces, delete via dynamic_events
   bool privileged = false;  // root or the daemon's owner: the kernel's CAP_PERFMON
 };
 

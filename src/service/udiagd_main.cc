@@ -69,7 +69,12 @@ int main(int argc, char** argv) {
   app.add_option("--ring-kb", ring_kb, "Size of each producer thread's ring in KiB (power of two)")
       ->check(CLI::Range(4u, 65536u));
   app.add_flag("-v,--verbose", verbose, "Log connections to stderr");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Help and version print and exit 0; every usage error exits 2.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   if (ring_kb & (ring_kb - 1)) {
     fmt::print(stderr, "udiagd: --ring-kb must be a power of two\n");
     return 2;
