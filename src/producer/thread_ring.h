@@ -21,7 +21,7 @@ struct ThreadRing {
 extern thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
 
 // Creates this thread's ring for the current generation; false on failure.
-bool RenewThreadRing();
+[[gnu::cold]] bool RenewThreadRing();
 
 inline ring::RingWriter* CurrentThreadRing() {
   if (t_ring.generation == g_fast.ring_generation.load(std::memory_order_relaxed)) [[likely]] {

@@ -17,7 +17,7 @@
 namespace udiag::producer {
 namespace {
 
-ssize_t Fail(int err) {
+[[gnu::cold, gnu::noinline]] ssize_t Fail(int err) {
   errno = err;
   return -1;
 }
@@ -25,7 +25,7 @@ ssize_t Fail(int err) {
 // Asks the daemon what `index` on `fd` is: for a descriptor this process
 // did not open itself (inherited across exec, dup'ed) or an index another
 // process registered on a shared data file.
-const EventSlot* DescribeIndex(int fd, uint32_t index) {
+[[gnu::cold, gnu::noinline]] const EventSlot* DescribeIndex(int fd, uint32_t index) {
   Client* client = Client::Get();
   if (!client) return nullptr;
   ipc::Encoder body;
@@ -46,7 +46,7 @@ const EventSlot* DescribeIndex(int fd, uint32_t index) {
 }
 
 // Copies `len` bytes starting at byte `skip` of the iovecs into `dst`.
-void Gather(uint8_t* dst, const iovec* iov, int cnt, size_t skip, size_t len) {
+[[gnu::noinline]] void Gather(uint8_t* dst, const iovec* iov, int cnt, size_t skip, size_t len) {
   for (int i = 0; i < cnt && len; ++i) {
     size_t n = iov[i].iov_len;
     if (skip >= n) {
@@ -61,7 +61,7 @@ void Gather(uint8_t* dst, const iovec* iov, int cnt, size_t skip, size_t len) {
   }
 }
 
-void Wake() {
+[[gnu::cold, gnu::noinline]] void Wake() {
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = write(g_fast.wake_fd.load(std::memory_order_relaxed), &one, sizeof(one));
 }
