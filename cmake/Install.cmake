@@ -28,5 +28,7 @@ install(FILES "${PROJECT_BINARY_DIR}/cmake/udiagConfig.cmake" "${PROJECT_BINARY_
 
 # The .pc file locates the prefix from its own directory, so it stays right
 # whatever --prefix the install is given.
+file(RELATIVE_PATH UDIAG_PC_UP "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
+string(REGEX REPLACE "/$" "" UDIAG_PC_UP "${UDIAG_PC_UP}")
 configure_file(cmake/udiag.pc.in "${PROJECT_BINARY_DIR}/cmake/udiag.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/cmake/udiag.pc" DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

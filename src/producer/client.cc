@@ -157,8 +157,10 @@ void Client::AgentLoop(int fd) {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  // The buffer is the client's, not the thread's: a forked child has no agent
+  // thread, and memory reachable only from its stack would look leaked there.
+  std::vector<uint8_t>& bytes = agent_buffer_;
   for (;;) {
-    std::vector<uint8_t> bytes;
     std::vector<base::ScopedFd> fds;
     int err = base::ReceiveMessage(fd, &bytes, &fds);
     if (err == EMSGSIZE) continue;

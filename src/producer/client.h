@@ -97,6 +97,7 @@ class Client {
   std::map<uint32_t, PendingCall*> pending_;
   std::vector<LocalEnabler> enablers_;
   bool dead_ = false;
+  std::vector<uint8_t> agent_buffer_;  // only the agent thread touches it
 };
 
 // Atomically sets or clears the enabler's bit in this process's memory.

@@ -1,0 +1,118 @@
+// (g) Access control of a root daemon: producers need --producer-group,
+// consumers need --consumer-group; uid 65534 stands in for an ordinary user.
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "integration_util.h"
+
+namespace udiag::integration {
+namespace {
+
+constexpr uid_t kNobody = 65534;
+constexpr gid_t kProducerGid = 4242;
+constexpr gid_t kConsumerGid = 4343;
+
+class AccessControlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to start a system daemon and switch users";
+    ASSERT_FALSE(parent_.path().empty());
+    ASSERT_EQ(chmod(parent_.path().c_str(), 0755), 0);
+    dir_ = parent_.path() + "/udiag";
+  }
+
+  // In a child running as kNobody/`gid`: connects as a consumer, reads
+  // `trace` and writes an enable file. Returns "read=<errno> write=<errno>"
+  // (connect=<errno> if it cannot connect).
+  std::string ConsumerAttemptAs(gid_t gid) {
+    int fds[2];
+    if (pipe(fds) < 0) return "pipe failed";
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      std::string result;
+      if (setgroups(0, nullptr) < 0 || setgid(gid) < 0 || setuid(kNobody) < 0) {
+        result = "setuid failed";
+      } else {
+        auto client = consumer::ConsumerClient::Connect(dir_);
+        if (!client.ok()) {
+          result = "connect=" + std::to_string(client.error());
+        } else {
+          auto trace = client->Read("trace");
+          int write_err = client->Write("events/user_events/guarded/enable", "1", false);
+          result = "read=" + std::to_string(trace.ok() ? 0 : trace.error()) + " write=" + std::to_string(write_err);
+        }
+      }
+      [[maybe_unused]] ssize_t n = write(fds[1], result.data(), result.size());
+      _exit(0);
+    }
+    close(fds[1]);
+    std::string out;
+    char buf[256];
+    for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) out.append(buf, n);
+    close(fds[0]);
+    WaitExit(pid, 10s);
+    return out;
+  }
+
+  TempDir parent_;
+  std::string dir_;
+};
+
+TEST_F(AccessControlTest, UnprivilegedUserIsNotAProducerByDefault) {
+  DaemonProcess daemon;
+  ASSERT_EQ(daemon.Start(dir_), "");
+  int status = RunProgram({Bin("hammer_producer"), "denied", "1"},
+                   {.udiag_dir = dir_, .drop_to = Credentials{kNobody, kNobody}}, 10s);
+  EXPECT_EQ(status, 64 + EACCES) << "udiag_open should fail with EACCES (exit 64+errno)";
+  // Root still may.
+  auto consumer = MustConnect(dir_);
+  ASSERT_EQ(consumer.AutoEnable("allowed"), 0);
+  EXPECT_EQ(RunProgram({Bin("hammer_producer"), "allowed", "3"}, {.udiag_dir = dir_}), 0);
+}
+
+TEST_F(AccessControlTest, ProducerGroupMemberCanProduce) {
+  DaemonProcess daemon;
+  ASSERT_EQ(daemon.Start(dir_, {"--producer-group", std::to_string(kProducerGid)}), "");
+  auto consumer = MustConnect(dir_);
+  ASSERT_EQ(consumer.AutoEnable("grouped"), 0);
+  int status = RunProgram({Bin("hammer_producer"), "grouped", "25"},
+                   {.udiag_dir = dir_, .drop_to = Credentials{kNobody, kProducerGid}}, 20s);
+  ASSERT_EQ(status, 0);
+  std::string trace;
+  EXPECT_TRUE(PollUntil([&] {
+    auto t = consumer.Read("trace");
+    trace = t.ok() ? *t : "";
+    return SeqsOf(trace, "grouped").size() == 25;
+  })) << trace;
+  EXPECT_EQ(CheckExactlyOnce(SeqsOf(trace, "grouped"), 25), "");
+  // Another group is still refused.
+  EXPECT_EQ(RunProgram({Bin("hammer_producer"), "grouped", "1"},
+                {.udiag_dir = dir_, .drop_to = Credentials{kNobody, kConsumerGid}}, 10s),
+            64 + EACCES);
+}
+
+TEST_F(AccessControlTest, ProducerOnlyUserCannotConsume) {
+  DaemonProcess daemon;
+  ASSERT_EQ(daemon.Start(dir_, {"--producer-group", std::to_string(kProducerGid), "--consumer-group",
+                                std::to_string(kConsumerGid)}),
+            "");
+  auto root = MustConnect(dir_);
+  ASSERT_EQ(root.Write("dynamic_events", "u:guarded u32 seq", true), 0);
+  EXPECT_EQ(ConsumerAttemptAs(kProducerGid), "read=" + std::to_string(EACCES) + " write=" + std::to_string(EACCES));
+  auto enable = root.Read("events/user_events/guarded/enable");
+  ASSERT_TRUE(enable.ok());
+  EXPECT_EQ(*enable, "0\n");
+  // Control: a member of the consumer group may do both.
+  EXPECT_EQ(ConsumerAttemptAs(kConsumerGid), "read=0 write=0");
+  enable = root.Read("events/user_events/guarded/enable");
+  ASSERT_TRUE(enable.ok());
+  EXPECT_EQ(*enable, "1\n");
+}
+
+}  // namespace
+}  // namespace udiag::integration
