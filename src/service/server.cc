@@ -411,9 +411,7 @@ int Server::OnRegister(Connection& conn, ipc::Decoder& body, std::vector<ScopedF
   reply.write_index = index;
   reply.status = event->status;
   reply.event = DescribeEvent(*event);
-  ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kReply, seq);
-  reply.Encode(e);
-  Send(conn, std::move(e.bytes()));
+  SendReplyBody(conn, seq, reply);
   return 0;
 }
 
@@ -438,9 +436,7 @@ int Server::OnDescribeIndex(Connection& conn, ipc::Decoder& body, std::vector<Sc
   if (req.index >= file->refs.size()) return ENOENT;
   const Event& event = *file->refs[req.index];
   conn.writable_events.insert(event.id);
-  ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kReply, seq);
-  DescribeEvent(event).Encode(e);
-  Send(conn, std::move(e.bytes()));
+  SendReplyBody(conn, seq, DescribeEvent(event));
   return 0;
 }
 
@@ -481,9 +477,7 @@ int Server::OnInheritEnablers(Connection& conn, ipc::Decoder& body, uint32_t seq
     conn.enablers.push_back({event, in.addr, in.bit, in.size});
     reply.statuses.push_back(event->status);
   }
-  ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kReply, seq);
-  reply.Encode(e);
-  Send(conn, std::move(e.bytes()));
+  SendReplyBody(conn, seq, reply);
   return 0;
 }
 
@@ -664,9 +658,8 @@ void Server::UpdatePollMask(Connection& conn) {
   epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, conn.fd.get(), &ev);
 }
 
-void Server::SendReply(Connection& conn, uint32_t seq, int error, const ipc::Encoder* body) {
+void Server::SendReply(Connection& conn, uint32_t seq, int error) {
   ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kReply, seq, error);
-  if (body) e.bytes().insert(e.bytes().end(), body->bytes().begin(), body->bytes().end());
   Send(conn, std::move(e.bytes()));
 }
 

@@ -128,7 +128,14 @@ class Server : public EventRegistry::Observer {
   ipc::EventInfo DescribeEvent(const Event& event) const;
 
   void Send(Connection& conn, std::vector<uint8_t> message);
-  void SendReply(Connection& conn, uint32_t seq, int error, const ipc::Encoder* body = nullptr);
+  void SendReply(Connection& conn, uint32_t seq, int error);
+  // A successful reply whose body is one protocol struct.
+  template <typename Body>
+  void SendReplyBody(Connection& conn, uint32_t seq, const Body& body) {
+    ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kReply, seq);
+    body.Encode(e);
+    Send(conn, std::move(e.bytes()));
+  }
   void SendChunked(Connection& conn, uint32_t seq, const std::string& bytes);
   void FlushOutbox(Connection& conn);
   void UpdatePollMask(Connection& conn);
