@@ -50,7 +50,11 @@ TscClock::Anchor TscClock::Measure() {
   return best;
 }
 
-void TscClock::Sample() { AddAnchor(Measure()); }
+void TscClock::Sample() {
+  // Cheap enough to call on every loop of the daemon.
+  if (MonotonicNs() < anchors_.back().ns + kMinSpacingNs) return;
+  AddAnchor(Measure());
+}
 
 void TscClock::AddAnchor(Anchor anchor) {
   const Anchor& last = anchors_.back();

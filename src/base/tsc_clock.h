@@ -31,7 +31,8 @@ class TscClock {
   // Reads an anchor from the hardware (the tightest of a few tries).
   static Anchor Measure();
 
-  // Adds Measure() as an anchor.
+  // Adds Measure() as an anchor, unless the last one is under
+  // kMinSpacingNs old.
   void Sample();
   // Adds an anchor. Ignored unless it is later in both clocks than the last
   // one and at least kMinSpacingNs after it (a closer one adds noise, no

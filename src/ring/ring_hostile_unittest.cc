@@ -144,10 +144,19 @@ TEST(RingHostileMapTest, SealedRingCannotBeTruncatedUnderTheReader) {
   EXPECT_EQ(reader->Drain([](const RecordView&) {}, 10), 1u);
 }
 
+TEST(RingHostileTest, ReaderUnderTestIsBetweenGuardPages) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ThreadSanitizer chooses where mappings go";
+#endif
+  TestRing ring(4096);
+  auto reader = ring.GuardedReader();
+  EXPECT_TRUE(ring.reader_guarded()) << "the tests below would not catch reads past the ring";
+}
+
 // A ring whose bytes a test writes directly, as a hostile producer would.
 class CraftedRing {
  public:
-  CraftedRing() : ring_(4096), reader_(ring_.Reader()) {}
+  CraftedRing() : ring_(4096), reader_(ring_.GuardedReader()) {}
 
   void Put(uint64_t pos, uint32_t size, uint16_t type) {
     const RecordHeader header{size, type, 0, 0};
@@ -281,7 +290,7 @@ TEST(RingHostileTest, RandomGarbageNeverEscapes) {
   size_t delivered = 0, broken = 0;
   for (int iteration = 0; iteration < 3000; ++iteration) {
     TestRing ring(4096);
-    auto reader = ring.Reader();
+    auto reader = ring.GuardedReader();
     ASSERT_NE(reader, nullptr);
     const auto* mapping = static_cast<const uint8_t*>(RingReaderTestPeer::Base(*reader));
     uint8_t* data = ring.data();
@@ -330,7 +339,7 @@ TEST(RingHostileTest, RandomGarbageNeverEscapes) {
 // A separate process scribbles over the whole ring while this one drains.
 TEST(RingHostileTest, ConcurrentScribblerProcess) {
   TestRing ring(8192);
-  auto reader = ring.Reader();
+  auto reader = ring.GuardedReader();
   ASSERT_NE(reader, nullptr);
   const pid_t child = fork();
   ASSERT_GE(child, 0);

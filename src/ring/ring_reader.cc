@@ -111,8 +111,10 @@ bool RingReader::Next(RecordView* view) {
 }
 
 bool RingReader::LoadHead() {
+  // Called only once tail_ caught up with head_: a head that moved backwards
+  // makes head - tail_ wrap past size_.
   const uint64_t head = header_->head.load(std::memory_order_acquire);
-  if (head < head_ || head - tail_ > size_ || head % kRecordAlign != 0) {
+  if (head - tail_ > size_ || head % kRecordAlign != 0) {
     broken_ = true;
     return false;
   }

@@ -4,7 +4,7 @@
 // so nothing read from it is used before it is copied out and checked: a
 // record is copied into a private buffer, then validated, then handed out.
 // A ring that breaks the protocol once is marked broken and never read
-// again; the producer loses only its own events.
+// again; the producer loses only its own events. One thread drains a ring.
 #pragma once
 
 #include <cstddef>

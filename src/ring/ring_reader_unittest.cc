@@ -90,7 +90,7 @@ TEST(RingReaderTest, WrapsAroundManyTimes) {
   TestRing ring(4096);
   RingWriter writer;
   writer.Attach(ring.base());
-  auto reader = ring.Reader();
+  auto reader = ring.GuardedReader();
   ASSERT_NE(reader, nullptr);
   uint64_t written = 0, read = 0;
   for (int round = 0; round < 2000; ++round) {

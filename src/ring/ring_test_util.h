@@ -2,6 +2,7 @@
 #pragma once
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <memory>
@@ -13,18 +14,39 @@
 
 namespace udiag::ring {
 
-// A ring made by CreateRing, unmapped and closed at scope exit.
+// Gives tests the reader's own mapping, so that a writer attached to it
+// shares addresses with the reader and ThreadSanitizer sees every access.
+class RingReaderTestPeer {
+ public:
+  static void* Base(RingReader& reader) { return reader.header_; }
+};
+
+// A ring made by CreateRing, unmapped and closed at scope exit. Its mapping
+// sits between two PROT_NONE pages, so that an access just outside it
+// crashes the test instead of hitting a neighbouring mapping.
 class TestRing {
  public:
   explicit TestRing(uint32_t data_size, ClockDomain clock = ClockDomain::kTsc, uint32_t tid = 42) {
     const int err = CreateRing(data_size, tid, clock, &mapping_);
     EXPECT_EQ(err, 0);
-    if (err != 0) mapping_ = {-1, nullptr, 0};
+    if (err != 0) {
+      mapping_ = {-1, nullptr, 0};
+      return;
+    }
+    munmap(mapping_.base, mapping_.bytes);
+    guarded_ = mmap(nullptr, mapping_.bytes + 2 * kGuardBytes, PROT_NONE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    EXPECT_NE(guarded_, MAP_FAILED);
+    mapping_.base = mmap(static_cast<uint8_t*>(guarded_) + kGuardBytes, mapping_.bytes,
+                         PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, mapping_.fd, 0);
+    EXPECT_NE(mapping_.base, MAP_FAILED);
   }
   TestRing(const TestRing&) = delete;
   TestRing& operator=(const TestRing&) = delete;
   ~TestRing() {
-    if (mapping_.base != nullptr) munmap(mapping_.base, mapping_.bytes);
+    if (guarded_ != nullptr) munmap(guarded_, mapping_.bytes + 2 * kGuardBytes);
+    // The reader unmaps the middle itself; unmapping a range with holes is fine.
+    if (reader_guard_ != nullptr) munmap(reader_guard_, mapping_.bytes + 2 * kGuardBytes);
     if (mapping_.fd >= 0) close(mapping_.fd);
   }
 
@@ -39,15 +61,28 @@ class TestRing {
     return reader.ok() ? std::move(reader).value() : nullptr;
   }
 
- private:
-  RingMapping mapping_{-1, nullptr, 0};
-};
+  // A reader whose own mapping has PROT_NONE pages on both sides, like ours:
+  // the kernel places a new mapping in the highest gap that fits, so a hole
+  // of the exact size between two guard pages receives it. (ThreadSanitizer
+  // places mappings itself: there the reader may land elsewhere, unguarded.)
+  std::unique_ptr<RingReader> GuardedReader() {
+    reader_guard_ = mmap(nullptr, mapping_.bytes + 2 * kGuardBytes, PROT_NONE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    EXPECT_NE(reader_guard_, MAP_FAILED);
+    uint8_t* hole = static_cast<uint8_t*>(reader_guard_) + kGuardBytes;
+    munmap(hole, mapping_.bytes);
+    std::unique_ptr<RingReader> reader = Reader();
+    reader_guarded_ = reader != nullptr && RingReaderTestPeer::Base(*reader) == hole;
+    return reader;
+  }
+  bool reader_guarded() const { return reader_guarded_; }
 
-// Gives tests the reader's own mapping, so that a writer attached to it
-// shares addresses with the reader and ThreadSanitizer sees every access.
-class RingReaderTestPeer {
- public:
-  static void* Base(RingReader& reader) { return reader.header_; }
+ private:
+  static constexpr size_t kGuardBytes = 4096;
+  RingMapping mapping_{-1, nullptr, 0};
+  void* guarded_ = nullptr;
+  void* reader_guard_ = nullptr;
+  bool reader_guarded_ = false;
 };
 
 }  // namespace udiag::ring

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cassert>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -41,8 +42,9 @@ class RingWriter {
   // Reserves a record with room for payload_len bytes, fills its header and
   // returns the payload area, or nullptr (counted in `lost`) when the ring is
   // full or payload_len > kMaxPayload. At most one reservation is open; a new
-  // Reserve replaces it.
+  // Reserve replaces it. `type` is never kPaddingType (event ids start at 1).
   uint8_t* Reserve(uint32_t payload_len, uint16_t type, uint16_t cpu, uint64_t timestamp) {
+    assert(type != kPaddingType);
     if (payload_len > kMaxPayload) [[unlikely]] {
       return Drop();
     }
