@@ -103,7 +103,7 @@ ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
     ts = base::ReadTsc(&cpu);
   } else {
     ts = base::MonotonicNs();
-    cpu = sched_getcpu();
+    cpu = base::CurrentCpu();
   }
   // A record too big for the trace is dropped but the write succeeds, as in
   // the kernel; the ring counts it lost, so readers are told.

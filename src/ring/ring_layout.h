@@ -24,7 +24,7 @@ inline constexpr uint32_t kMaxDataSize = 64u << 20;
 
 // Timestamp domain of RecordHeader::timestamp, chosen by the producer.
 enum class ClockDomain : uint32_t {
-  kTsc = 0,        // raw invariant TSC ticks (rdtscp); the daemon converts
+  kTsc = 0,        // raw invariant TSC ticks (rdtsc); the daemon converts
   kMonotonic = 1,  // CLOCK_MONOTONIC nanoseconds
 };
 

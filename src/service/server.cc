@@ -687,6 +687,9 @@ size_t Server::DrainRings() {
     const std::unordered_set<uint32_t>* writable =
         conn == connections_.end() ? nullptr : &conn->second->writable_events;
     bool tsc = src.reader->clock() == ring::ClockDomain::kTsc;
+    // Nothing drained now was stamped later than now: a hostile producer's
+    // far-future stamps are clamped before they reach the shared clock.
+    uint64_t latest = tsc ? __rdtsc() : base::MonotonicNs();
     src.reader->Drain(
         [&](const ring::RecordView& rec) {
           const Event* event = registry_->FindById(rec.type);
@@ -713,7 +716,8 @@ size_t Server::DrainRings() {
             ++records_rejected_;
             return;
           }
-          uint64_t ts = tsc ? tsc_clock_.ToMonotonic(rec.timestamp) : rec.timestamp;
+          uint64_t stamp = std::min(rec.timestamp, latest);
+          uint64_t ts = tsc ? tsc_clock_.ToMonotonic(stamp) : stamp;
           batch.push_back({event, {ts, static_cast<uint32_t>(src.pid), src.tid, rec.cpu}, offset, record_size});
         },
         SIZE_MAX);
