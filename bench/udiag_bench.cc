@@ -133,6 +133,20 @@ void BM_DisabledCheck(benchmark::State& state) {
 }
 BENCHMARK(BM_DisabledCheck)->Repetitions(5)->ReportAggregatesOnly(true);
 
+// The same loop on a word nobody registered: what a load and a branch cost
+// in this harness, so the disabled check is compared like for like.
+void BM_LoadBranchFloor(benchmark::State& state) {
+  static uint32_t plain_word = 0;
+  uint64_t taken = 0;
+  for (auto _ : state) {
+    uint32_t word = __atomic_load_n(&plain_word, __ATOMIC_RELAXED);
+    benchmark::DoNotOptimize(word);
+    if (word & (1u << kBit)) ++taken;
+  }
+  benchmark::DoNotOptimize(taken);
+}
+BENCHMARK(BM_LoadBranchFloor)->Repetitions(5)->ReportAggregatesOnly(true);
+
 // The enable check + udiag_writev of [write_index][32-byte payload].
 void BM_EnabledWriteC(benchmark::State& state) {
   if (SkipIfNoDaemon(state)) return;

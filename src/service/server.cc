@@ -43,6 +43,10 @@ constexpr uint64_t kAckTimeoutNs = 1'000'000'000;
 constexpr size_t kMaxOutboxBytes = 64 << 20;
 constexpr size_t kMaxRingsPerProcess = 4096;
 constexpr size_t kChunkBytes = base::kMaxMessageBytes - sizeof(ipc::MessageHeader) - 64;
+// Drain rounds: records per ring, bytes held, rounds per loop turn.
+constexpr size_t kRoundRecords = 4096;
+constexpr size_t kRoundBytes = 4 << 20;
+constexpr int kMaxRounds = 64;
 
 // Dispatch tags for epoll: the low bits say which kind of fd it is.
 enum Tag : uint64_t { kListener = 1, kWake, kSignals, kConnection, kDataFile };
@@ -360,6 +364,11 @@ int Server::OnOpenDataFile(Connection& conn, uint32_t seq) {
   return 0;
 }
 
+void Server::AllowWrites(Connection& conn, const Event& event) {
+  if (conn.writable.empty()) conn.writable.resize(status_page_->capacity());
+  conn.writable[event.id - EventRegistry::kFirstId] = true;
+}
+
 Server::DataFile* Server::FindDataFile(const std::vector<ScopedFd>& fds) {
   if (fds.size() != 1) return nullptr;
   ino_t inode = InodeOf(fds[0].get());
@@ -405,7 +414,7 @@ int Server::OnRegister(Connection& conn, ipc::Decoder& body, std::vector<ScopedF
   }
   registry_->Get(event);
   conn.enablers.push_back({event, req.enable_addr, req.enable_bit, req.enable_size});
-  conn.writable_events.insert(event->id);
+  AllowWrites(conn, *event);
 
   ipc::RegisterReply reply;
   reply.write_index = index;
@@ -435,7 +444,7 @@ int Server::OnDescribeIndex(Connection& conn, ipc::Decoder& body, std::vector<Sc
   if (!file) return EBADF;
   if (req.index >= file->refs.size()) return ENOENT;
   const Event& event = *file->refs[req.index];
-  conn.writable_events.insert(event.id);
+  AllowWrites(conn, event);
   SendReplyBody(conn, seq, DescribeEvent(event));
   return 0;
 }
@@ -443,7 +452,7 @@ int Server::OnDescribeIndex(Connection& conn, ipc::Decoder& body, std::vector<Sc
 int Server::OnClaimDataFile(Connection& conn, std::vector<ScopedFd>& fds) {
   DataFile* file = FindDataFile(fds);
   if (!file) return EBADF;
-  for (const Event* e : file->refs) conn.writable_events.insert(e->id);
+  for (const Event* e : file->refs) AllowWrites(conn, *e);
   return 0;
 }
 
@@ -576,7 +585,7 @@ void Server::OnEventStatusChanged(Event& event) {
 
 void Server::OnEventDestroyed(const Event& event) {
   for (auto& [_, conn] : connections_) {
-    conn->writable_events.erase(event.id);
+    if (!conn->writable.empty()) conn->writable[event.id - EventRegistry::kFirstId] = false;
     conn->auto_enabled.erase(event.id);
   }
   auto_holds_.erase(event.id);
@@ -673,66 +682,106 @@ void Server::SendChunked(Connection& conn, uint32_t seq, const std::string& byte
   SendReply(conn, seq, 0);
 }
 
+// Drains every ring in rounds of at most kRoundRecords records per ring. Each
+// round publishes the rings' tails, so a fast producer gets its space back
+// while we work, and bounds the memory a round holds; the rounds of one pass
+// stop when the rings are empty or kMaxRounds were done.
 size_t Server::DrainRings() {
-  struct Pending {
-    const Event* event;
-    EntryMeta meta;
-    size_t offset, size;  // in arena
-  };
-  std::vector<Pending> batch;
-  std::vector<uint8_t> arena;
-  for (RingSource& src : rings_) {
-    if (uint64_t lost = src.reader->TakeLost()) instances_->NoteLost(lost);
-    auto conn = connections_.find(src.owner);
-    const std::unordered_set<uint32_t>* writable =
-        conn == connections_.end() ? nullptr : &conn->second->writable_events;
-    bool tsc = src.reader->clock() == ring::ClockDomain::kTsc;
-    // Nothing drained now was stamped later than now: a hostile producer's
-    // far-future stamps are clamped before they reach the shared clock.
-    uint64_t latest = tsc ? __rdtsc() : base::MonotonicNs();
-    src.reader->Drain(
-        [&](const ring::RecordView& rec) {
-          const Event* event = registry_->FindById(rec.type);
-          // A dead producer's rings may still hold its events: they were
-          // checked when they were registered, and ids are not reused soon.
-          bool allowed = event && (!writable || writable->contains(rec.type));
-          if (!allowed || rec.payload.size() < event->desc.min_size) {
-            ++records_rejected_;
-            return;
-          }
-          size_t offset = arena.size();
-          uint32_t record_size = schema::kCommonHeaderSize + rec.payload.size();
-          arena.resize(offset + record_size);
-          uint8_t* r = arena.data() + offset;
-          uint16_t type = rec.type;
-          uint32_t pid = src.tid;
-          std::memcpy(r, &type, 2);
-          r[2] = 0;  // flags
-          r[3] = 0;  // preempt count
-          std::memcpy(r + 4, &pid, 4);
-          std::memcpy(r + 8, rec.payload.data(), rec.payload.size());
-          if (!schema::LocsValid(event->locs.data(), event->locs.size(), r, record_size)) {
-            arena.resize(offset);
-            ++records_rejected_;
-            return;
-          }
-          uint64_t stamp = std::min(rec.timestamp, latest);
-          uint64_t ts = tsc ? tsc_clock_.ToMonotonic(stamp) : stamp;
-          batch.push_back({event, {ts, static_cast<uint32_t>(src.pid), src.tid, rec.cpu}, offset, record_size});
-        },
-        SIZE_MAX);
+  size_t total = 0;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    drained_.clear();
+    arena_.clear();
+    runs_.clear();
+    bool more = false;
+    for (RingSource& src : rings_) {
+      size_t begin = drained_.size();
+      if (DrainRing(src) == kRoundRecords) more = true;
+      if (drained_.size() > begin) runs_.push_back({begin, drained_.size()});
+      if (arena_.size() > kRoundBytes) {
+        more = true;
+        break;
+      }
+    }
+    DeliverInTimeOrder();
+    total += drained_.size();
+    if (!more) break;
   }
   // Rings of exited threads and processes go once they are empty.
   std::erase_if(rings_, [&](const RingSource& src) {
     bool owner_gone = !connections_.contains(src.owner);
     return src.reader->broken() || ((src.reader->closed() || owner_gone) && src.reader->empty());
   });
-  std::stable_sort(batch.begin(), batch.end(),
-                   [](const Pending& a, const Pending& b) { return a.meta.timestamp < b.meta.timestamp; });
-  for (const Pending& p : batch) {
-    instances_->Deliver(*p.event, p.meta, std::span<const uint8_t>(arena.data() + p.offset, p.size));
+  return total;
+}
+
+// Copies one ring's next records into the arena, each with the common header
+// the kernel would put in front, after checking them again: the producer may
+// have written anything. Returns the records read (kept or rejected).
+size_t Server::DrainRing(RingSource& src) {
+  if (uint64_t lost = src.reader->TakeLost()) instances_->NoteLost(lost);
+  auto conn = connections_.find(src.owner);
+  // A dead producer's rings may still hold its events: they were checked
+  // when it registered them, and ids are not reused soon.
+  const std::vector<bool>* writable = conn == connections_.end() ? nullptr : &conn->second->writable;
+  bool tsc = src.reader->clock() == ring::ClockDomain::kTsc;
+  // Nothing drained now was stamped later than now: a hostile producer's
+  // far-future stamps are clamped before they reach the shared clock.
+  uint64_t latest = tsc ? __rdtsc() : base::MonotonicNs();
+  return src.reader->Drain(
+      [&](const ring::RecordView& rec) {
+        const Event* event = registry_->FindById(rec.type);
+        bool allowed = event && (!writable || (*writable)[rec.type - EventRegistry::kFirstId]);
+        if (!allowed || rec.payload.size() < event->desc.min_size) {
+          ++records_rejected_;
+          return;
+        }
+        size_t offset = arena_.size();
+        uint32_t record_size = schema::kCommonHeaderSize + rec.payload.size();
+        arena_.resize(offset + record_size);
+        uint8_t* r = arena_.data() + offset;
+        uint16_t type = rec.type;
+        uint32_t pid = src.tid;
+        std::memcpy(r, &type, 2);
+        r[2] = 0;  // flags
+        r[3] = 0;  // preempt count
+        std::memcpy(r + 4, &pid, 4);
+        std::memcpy(r + 8, rec.payload.data(), rec.payload.size());
+        if (!schema::LocsValid(event->locs.data(), event->locs.size(), r, record_size)) {
+          arena_.resize(offset);
+          ++records_rejected_;
+          return;
+        }
+        uint64_t stamp = std::min(rec.timestamp, latest);
+        uint64_t ts = tsc ? tsc_clock_.ToMonotonic(stamp) : stamp;
+        drained_.push_back({event, {ts, static_cast<uint32_t>(src.pid), src.tid, rec.cpu}, offset, record_size});
+      },
+      kRoundRecords);
+}
+
+// Each ring's run is in time order already (one thread, one clock), so the
+// runs are merged rather than sorted; one run is delivered as it is.
+void Server::DeliverInTimeOrder() {
+  auto deliver = [&](const DrainedRecord& d) {
+    instances_->Deliver(*d.event, d.meta, std::span<const uint8_t>(arena_.data() + d.offset, d.size));
+  };
+  if (runs_.size() == 1) {
+    for (const DrainedRecord& d : drained_) deliver(d);
+    return;
   }
-  return batch.size();
+  auto later = [&](const RingRun& a, const RingRun& b) {
+    return drained_[a.begin].meta.timestamp > drained_[b.begin].meta.timestamp;
+  };
+  std::make_heap(runs_.begin(), runs_.end(), later);
+  while (!runs_.empty()) {
+    std::pop_heap(runs_.begin(), runs_.end(), later);
+    RingRun& run = runs_.back();
+    deliver(drained_[run.begin++]);
+    if (run.begin == run.end) {
+      runs_.pop_back();
+    } else {
+      std::push_heap(runs_.begin(), runs_.end(), later);
+    }
+  }
 }
 
 // Sends trace_pipe readers what their instance buffer holds, until a

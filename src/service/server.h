@@ -74,7 +74,7 @@ class Server : public EventRegistry::Observer {
     size_t outbox_bytes = 0;
     // Producer state.
     std::vector<Enabler> enablers;
-    std::unordered_set<uint32_t> writable_events;
+    std::vector<bool> writable;  // by id - kFirstId: events it may put in its rings
     uint64_t notices_sent = 0;
     uint64_t notices_acked = 0;
     // Consumer state.
@@ -140,7 +140,19 @@ class Server : public EventRegistry::Observer {
   void FlushOutbox(Connection& conn);
   void UpdatePollMask(Connection& conn);
 
+  // A record taken out of a ring, checked, waiting in arena_ for delivery.
+  struct DrainedRecord {
+    const Event* event;
+    EntryMeta meta;
+    size_t offset, size;  // in arena_
+  };
+  struct RingRun {  // one ring's records in drained_, in time order
+    size_t begin, end;
+  };
   size_t DrainRings();
+  size_t DrainRing(RingSource& src);
+  void DeliverInTimeOrder();
+  void AllowWrites(Connection& conn, const Event& event);
   void PumpPipes();
   void ResolveDeferred(bool force_expired);
   void SetRingsSleeping(bool sleeping);
@@ -174,6 +186,9 @@ class Server : public EventRegistry::Observer {
   Connection* current_request_ = nullptr;
   std::map<uint64_t, uint64_t> current_awaiting_;
   uint64_t records_rejected_ = 0;
+  std::vector<DrainedRecord> drained_;  // reused across rounds
+  std::vector<uint8_t> arena_;
+  std::vector<RingRun> runs_;
 };
 
 }  // namespace udiag::service
