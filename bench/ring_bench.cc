@@ -58,34 +58,49 @@ class Consumer {
 
 // Reserve + 32-byte payload + Commit, stamped with ReadTsc, while a consumer
 // thread drains every state.range(0) microseconds.
-void BM_RingWrite32(benchmark::State& state) {
+// A ring for one benchmark, unmapped and closed on the way out.
+struct BenchRing {
   RingMapping mapping{-1, nullptr, 0};
-  if (CreateRing(kRingBytes, gettid(), ClockDomain::kTsc, &mapping) != 0) {
-    state.SkipWithError("CreateRing failed");
-    return;
-  }
   RingWriter writer;
-  writer.Attach(mapping.base);
+  explicit BenchRing(benchmark::State& state) {
+    if (CreateRing(kRingBytes, gettid(), ClockDomain::kTsc, &mapping) != 0) {
+      state.SkipWithError("CreateRing failed");
+      return;
+    }
+    writer.Attach(mapping.base);
+  }
+  ~BenchRing() {
+    if (!mapping.base) return;
+    munmap(mapping.base, mapping.bytes);
+    close(mapping.fd);
+  }
+  RingHeader* header() const { return static_cast<RingHeader*>(mapping.base); }
+  // The stamp, the reservation and the 32-byte copy; nullptr when full.
+  uint8_t* Write32(const uint8_t* payload) {
+    uint32_t cpu;
+    const uint64_t tsc = base::ReadTsc(&cpu);
+    uint8_t* p = writer.Reserve(32, 1, static_cast<uint16_t>(cpu), tsc);
+    if (p != nullptr) [[likely]] {
+      std::memcpy(p, payload, 32);
+      writer.Commit();
+    }
+    return p;
+  }
+};
+
+void BM_RingWrite32(benchmark::State& state) {
+  BenchRing ring(state);
+  if (!ring.mapping.base) return;
   uint64_t lost = 0;
   {
-    Consumer consumer(mapping.fd, std::chrono::microseconds(state.range(0)));
+    Consumer consumer(ring.mapping.fd, std::chrono::microseconds(state.range(0)));
     uint8_t payload[32];
     std::memset(payload, 0x5a, sizeof(payload));
-    for (auto _ : state) {
-      uint32_t cpu;
-      const uint64_t tsc = base::ReadTsc(&cpu);
-      uint8_t* p = writer.Reserve(sizeof(payload), 1, static_cast<uint16_t>(cpu), tsc);
-      if (p != nullptr) [[likely]] {
-        std::memcpy(p, payload, sizeof(payload));
-        writer.Commit();
-      }
-    }
-    lost = static_cast<RingHeader*>(mapping.base)->lost.load();
+    for (auto _ : state) ring.Write32(payload);
+    lost = ring.header()->lost.load();
   }
   state.counters["lost_ratio"] =
       benchmark::Counter(static_cast<double>(lost) / static_cast<double>(state.iterations()));
-  munmap(mapping.base, mapping.bytes);
-  close(mapping.fd);
 }
 BENCHMARK(BM_RingWrite32)->Arg(50)->ArgName("poll_us");
 BENCHMARK(BM_RingWrite32)->Arg(0)->ArgName("poll_us");
@@ -94,29 +109,16 @@ BENCHMARK(BM_RingWrite32)->Arg(0)->ArgName("poll_us");
 // frees it at once (once per 21845 records), so this is the producer's own
 // cost without the cache lines travelling to a consumer core.
 void BM_RingWrite32Alone(benchmark::State& state) {
-  RingMapping mapping{-1, nullptr, 0};
-  if (CreateRing(kRingBytes, gettid(), ClockDomain::kTsc, &mapping) != 0) {
-    state.SkipWithError("CreateRing failed");
-    return;
-  }
-  auto* header = static_cast<RingHeader*>(mapping.base);
-  RingWriter writer;
-  writer.Attach(mapping.base);
+  BenchRing ring(state);
+  if (!ring.mapping.base) return;
   uint8_t payload[32];
   std::memset(payload, 0x5a, sizeof(payload));
   for (auto _ : state) {
-    uint32_t cpu;
-    const uint64_t tsc = base::ReadTsc(&cpu);
-    uint8_t* p = writer.Reserve(sizeof(payload), 1, static_cast<uint16_t>(cpu), tsc);
-    if (p == nullptr) [[unlikely]] {
-      header->tail.store(header->head.load());
-      p = writer.Reserve(sizeof(payload), 1, static_cast<uint16_t>(cpu), tsc);
+    if (ring.Write32(payload) == nullptr) [[unlikely]] {
+      ring.header()->tail.store(ring.header()->head.load());
+      ring.Write32(payload);
     }
-    std::memcpy(p, payload, sizeof(payload));
-    writer.Commit();
   }
-  munmap(mapping.base, mapping.bytes);
-  close(mapping.fd);
 }
 BENCHMARK(BM_RingWrite32Alone);
 
