@@ -2,6 +2,7 @@
 #
 #   bin/udiagd  bin/udiag
 #   lib/libudiag.so -> libudiag.so.0 -> libudiag.so.<version>
+#   lib/libudiag-preload.so (LD_PRELOAD drop-in, docs/dropin.md)
 #   include/udiag/*.h *.hpp
 #   lib/pkgconfig/udiag.pc
 #   lib/cmake/udiag/{udiagConfig,udiagConfigVersion,udiagTargets*}.cmake
@@ -17,6 +18,7 @@ install(DIRECTORY include/udiag DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 add_library(udiag::udiag ALIAS udiag)
 install(TARGETS udiag EXPORT udiagTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS udiag-preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(EXPORT udiagTargets NAMESPACE udiag:: DESTINATION ${UDIAG_INSTALL_CMAKEDIR})
 configure_package_config_file(cmake/udiagConfig.cmake.in "${PROJECT_BINARY_DIR}/cmake/udiagConfig.cmake"
                               INSTALL_DESTINATION ${UDIAG_INSTALL_CMAKEDIR})

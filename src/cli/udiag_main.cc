@@ -10,6 +10,7 @@
 
 #include "base/daemon_dir.h"
 #include "cli/cli_support.h"
+#include "cli/mount_command.h"
 #include "cli/trace_command.h"
 #include "cli/tree_commands.h"
 
@@ -38,6 +39,7 @@ struct CommandLine {
   std::string path;
   std::vector<std::string> words;  // write's TEXT, enable's and disable's EVENTs
   bool append = false;
+  bool foreground = false;  // mount's --foreground
   cli::TraceOptions trace;
   std::function<int(const std::string& dir)> run;
 };
@@ -123,6 +125,25 @@ void AddTraceCommand(CLI::App& app, CommandLine& line) {
   });
 }
 
+void AddMountCommands(CLI::App& app, CommandLine& line) {
+  CLI::App* mount = AddCommand(
+      app, line, "mount", "Mount the tracefs tree on a directory (FUSE)",
+      "Serves the daemon's tree at DIR so that echo, cat, >> and > work as in tracefs:\n"
+      "  echo 'u:test u32 count' >> DIR/dynamic_events; cat DIR/user_events_status\n"
+      "Returns once mounted; the server runs in the background (in the foreground with\n"
+      "--foreground) until `udiag umount DIR`, and unmounts DIR itself if the daemon goes away.");
+  mount->add_option("DIR", line.path, "Directory to mount on")->required();
+  mount->add_flag("-f,--foreground", line.foreground, "Serve in the foreground until unmounted or interrupted");
+  mount->callback([&] {
+    line.run = [&](const std::string& dir) { return cli::MountTree(dir, line.path, line.foreground); };
+  });
+
+  CLI::App* umount = app.add_subcommand("umount", "Unmount a directory mounted with `udiag mount`");
+  umount->footer("Works whether or not the mount's server and the daemon are still running.");
+  umount->add_option("DIR", line.path, "Mounted directory")->required();
+  umount->callback([&] { line.run = [&](const std::string&) { return cli::UnmountTree(line.path); }; });
+}
+
 // A closed stdin, stdout or stderr would be reused by the next open(), and a
 // socket or a child's stream could land on it (CI runners may start us with
 // no stdin).
@@ -145,6 +166,7 @@ int main(int argc, char** argv) {
   AddEnableCommand(app, line, /*enable=*/true);
   AddEnableCommand(app, line, /*enable=*/false);
   AddTraceCommand(app, line);
+  AddMountCommands(app, line);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,463 @@
+// libudiag-preload.so: makes the kernel's user_events data file work for
+// unmodified programs (LD_PRELOAD). Opens of .../user_events_data under a
+// tracefs location become udiag_open(); ioctl/write/writev/pwrite/close and
+// the dup family on those descriptors go to the library. Everything else
+// passes straight through: the check for an unrelated descriptor is one load
+// from a static table. See docs/dropin.md.
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ipc/protocol.h"
+#include "producer/client.h"
+#include "producer/data_files.h"
+#include "udiag/udiag.h"
+
+#define EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+// ---- Real functions -------------------------------------------------------
+
+template <typename Fn>
+struct Real {
+  const char* name;
+  std::atomic<Fn> fn{nullptr};
+  Fn get() {
+    Fn f = fn.load(std::memory_order_relaxed);
+    if (__builtin_expect(f != nullptr, 1)) return f;
+    f = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+    fn.store(f, std::memory_order_relaxed);
+    return f;
+  }
+};
+
+using OpenFn = int (*)(const char*, int, ...);
+using OpenAtFn = int (*)(int, const char*, int, ...);
+using Open2Fn = int (*)(const char*, int);
+using OpenAt2Fn = int (*)(int, const char*, int);
+
+Real<OpenFn> real_open{"open"};
+Real<OpenFn> real_open64{"open64"};
+Real<OpenAtFn> real_openat{"openat"};
+Real<OpenAtFn> real_openat64{"openat64"};
+Real<Open2Fn> real___open_2{"__open_2"};
+Real<Open2Fn> real___open64_2{"__open64_2"};
+Real<OpenAt2Fn> real___openat_2{"__openat_2"};
+Real<OpenAt2Fn> real___openat64_2{"__openat64_2"};
+Real<int (*)(int, unsigned long, ...)> real_ioctl{"ioctl"};
+Real<ssize_t (*)(int, const void*, size_t)> real_write{"write"};
+Real<ssize_t (*)(int, const iovec*, int)> real_writev{"writev"};
+Real<ssize_t (*)(int, const void*, size_t, off_t)> real_pwrite{"pwrite"};
+Real<ssize_t (*)(int, const void*, size_t, off64_t)> real_pwrite64{"pwrite64"};
+Real<int (*)(int)> real_close{"close"};
+Real<int (*)(int)> real_dup{"dup"};
+Real<int (*)(int, int)> real_dup2{"dup2"};
+Real<int (*)(int, int, int)> real_dup3{"dup3"};
+Real<int (*)(int, int, ...)> real_fcntl{"fcntl"};
+Real<int (*)(int, int, ...)> real_fcntl64{"fcntl64"};
+Real<int (*)(unsigned, unsigned, int)> real_close_range{"close_range"};
+Real<void (*)(int)> real_closefrom{"closefrom"};
+
+// ---- Which descriptors are data files --------------------------------------
+
+enum : uint8_t {
+  kOther = 0,      // not a data file (or unknown: the common case)
+  kData = 1,       // a udiag data file
+  kCandidate = 2,  // an inherited AF_UNIX seqpacket socket, not yet asked about
+};
+
+constexpr int kDirect = 1 << 16;
+std::atomic<uint8_t> g_state[kDirect];  // zero-initialised: usable before any constructor
+std::atomic<bool> g_far_used{false};
+std::mutex g_far_mu;
+std::unordered_map<int, uint8_t>* g_far;  // fds >= kDirect; under g_far_mu
+
+inline uint8_t State(int fd) {
+  if (static_cast<unsigned>(fd) < kDirect) return g_state[fd].load(std::memory_order_relaxed);
+  if (fd < 0 || !g_far_used.load(std::memory_order_relaxed)) return kOther;
+  std::lock_guard lock(g_far_mu);
+  auto it = g_far->find(fd);
+  return it == g_far->end() ? static_cast<uint8_t>(kOther) : it->second;
+}
+
+void SetState(int fd, uint8_t state) {
+  if (fd < 0) return;
+  if (fd < kDirect) {
+    g_state[fd].store(state, std::memory_order_relaxed);
+    return;
+  }
+  std::lock_guard lock(g_far_mu);
+  if (state == kOther) {
+    if (g_far) g_far->erase(fd);
+    return;
+  }
+  if (!g_far) g_far = new std::unordered_map<int, uint8_t>;
+  (*g_far)[fd] = state;
+  g_far_used.store(true, std::memory_order_relaxed);
+}
+
+// A descriptor number that was a data file now names something else (it
+// was closed behind our back, e.g. by a raw system call).
+[[gnu::cold, gnu::noinline]] void ForgetStale(int fd) {
+  SetState(fd, kOther);
+  udiag::producer::DataFiles().Remove(fd);
+}
+
+inline void FreshFd(int fd) {
+  if (fd >= 0 && __builtin_expect(State(fd) != kOther, 0)) ForgetStale(fd);
+}
+
+bool IsSeqpacketUnixSocket(int fd) {
+  int type = 0, domain = 0;
+  socklen_t len = sizeof(type);
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_SEQPACKET) return false;
+  len = sizeof(domain);
+  return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX;
+}
+
+// Asks the daemon whether `fd` is one of its data files (a descriptor
+// inherited across exec, or received over a socket). Claiming it also makes
+// its events writable by this process, as after fork.
+[[gnu::cold, gnu::noinline]] bool Probe(int fd) {
+  if (!IsSeqpacketUnixSocket(fd)) return false;
+  int saved = errno;
+  bool yes = false;
+  if (auto* client = udiag::producer::Client::Get()) {
+    udiag::producer::Reply reply;
+    int fds[] = {fd};
+    yes = client->Call(udiag::ipc::MsgType::kClaimDataFile, nullptr, fds, &reply) == 0 && reply.error == 0;
+  }
+  errno = saved;
+  return yes;
+}
+
+// True if `fd` (whose state is not kOther) is a data file, settling a
+// candidate with the daemon.
+[[gnu::cold, gnu::noinline]] bool Settle(int fd, uint8_t state) {
+  if (state == kData) return true;
+  bool yes = Probe(fd);
+  SetState(fd, yes ? kData : kOther);
+  return yes;
+}
+
+inline bool IsData(int fd) {
+  uint8_t state = State(fd);
+  return __builtin_expect(state != kOther, 0) && Settle(fd, state);
+}
+
+// A descriptor numbered `to` is now a copy of `from` (dup family).
+void CopyState(int from, int to) {
+  if (to < 0) return;
+  uint8_t state = State(from);
+  if (State(to) == kData && state == kOther) udiag::producer::DataFiles().Remove(to);
+  if (State(to) != state) SetState(to, state);
+}
+
+// Descriptors this image inherited that may be data files: looked at once,
+// when the library loads, and asked about only when used.
+__attribute__((constructor)) void FindInheritedCandidates() {
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return;
+  int self = dirfd(dir);
+  while (dirent* entry = readdir(dir)) {
+    char* end;
+    long fd = strtol(entry->d_name, &end, 10);
+    if (*end || end == entry->d_name || fd == self) continue;
+    if (IsSeqpacketUnixSocket(static_cast<int>(fd))) SetState(static_cast<int>(fd), kCandidate);
+  }
+  closedir(dir);
+}
+
+// ---- Which paths are the data file -----------------------------------------
+
+constexpr char kDataName[] = "user_events_data";
+
+// Lexically normalises an absolute path: no "//", "." or "..".
+std::string Normalise(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    std::string part = path.substr(i, j - i);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    i = j + 1;
+  }
+  std::string out;
+  for (auto& p : parts) out += "/" + p;
+  return out.empty() ? "/" : out;
+}
+
+// Decodes the octal escapes of /proc/mounts (\040 for a space...).
+std::string Unescape(const char* s) {
+  std::string out;
+  for (; *s; ++s) {
+    if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] && s[3]) {
+      out += static_cast<char>((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+      s += 3;
+    } else {
+      out += *s;
+    }
+  }
+  return out;
+}
+
+const std::vector<std::string>& TracefsDirs() {
+  static const std::vector<std::string>* dirs = [] {
+    auto* v = new std::vector<std::string>{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
+    int fd = real_open.get()("/proc/mounts", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return v;
+    std::string text;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) text.append(buf, n);
+    real_close.get()(fd);
+    size_t pos = 0;
+    while (pos < text.size()) {
+      size_t eol = text.find('\n', pos);
+      if (eol == std::string::npos) eol = text.size();
+      std::string line = text.substr(pos, eol - pos);
+      pos = eol + 1;
+      char dev[512], dir[4096], type[64];
+      if (sscanf(line.c_str(), "%511s %4095s %63s", dev, dir, type) == 3 && strcmp(type, "tracefs") == 0) {
+        v->push_back(Normalise(Unescape(dir)));
+      }
+    }
+    return v;
+  }();
+  return *dirs;
+}
+
+// True if `path` (relative to `dirfd`) names user_events_data in a tracefs
+// location. Cheap for every other path: a suffix compare.
+bool IsDataFilePath(int dirfd, const char* path) {
+  if (!path) return false;
+  size_t len = strlen(path);
+  constexpr size_t kNameLen = sizeof(kDataName) - 1;
+  if (len < kNameLen || memcmp(path + len - kNameLen, kDataName, kNameLen) != 0) return false;
+  if (len > kNameLen && path[len - kNameLen - 1] != '/') return false;
+  return [&]() -> bool {
+    int saved = errno;
+    std::string full;
+    if (path[0] == '/') {
+      full = path;
+    } else {
+      char base[4096];
+      if (dirfd == AT_FDCWD) {
+        if (!getcwd(base, sizeof base)) return false;
+      } else {
+        std::string link = "/proc/self/fd/" + std::to_string(dirfd);
+        ssize_t n = readlink(link.c_str(), base, sizeof base - 1);
+        if (n <= 0) return false;
+        base[n] = 0;
+      }
+      full = std::string(base) + "/" + path;
+    }
+    std::string dir = Normalise(full);
+    dir.resize(dir.size() - kNameLen - 1);
+    if (dir.empty()) dir = "/";
+    errno = saved;
+    for (const auto& d : TracefsDirs()) {
+      if (d == dir) return true;
+    }
+    return false;
+  }();
+}
+
+[[gnu::cold, gnu::noinline]] int OpenData(int flags) {
+  int fd = udiag_open();
+  if (fd < 0) return -1;
+  if (flags & O_CLOEXEC) real_fcntl.get()(fd, F_SETFD, FD_CLOEXEC);
+  SetState(fd, kData);
+  return fd;
+}
+
+inline int OpenResult(int fd) {
+  FreshFd(fd);
+  return fd;
+}
+
+inline bool NeedsMode(int flags) { return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE; }
+
+inline bool IsDiagRequest(unsigned long request) {
+  return request == DIAG_IOCSREG || request == DIAG_IOCSDEL || request == DIAG_IOCSUNREG;
+}
+
+[[gnu::cold, gnu::noinline]] int DupFcntl(Real<int (*)(int, int, ...)>& real, int fd, int cmd, void* arg) {
+  int r = real.get()(fd, cmd, arg);
+  if (r >= 0) CopyState(fd, r);
+  return r;
+}
+
+}  // namespace
+
+// ---- open ------------------------------------------------------------------
+
+#define UDIAG_OPEN_WRAPPER(fn, real)                                \
+  EXPORT int fn(const char* path, int flags, ...) {                 \
+    mode_t mode = 0;                                                \
+    if (NeedsMode(flags)) {                                         \
+      va_list ap;                                                   \
+      va_start(ap, flags);                                          \
+      mode = va_arg(ap, mode_t);                                    \
+      va_end(ap);                                                   \
+    }                                                               \
+    if (IsDataFilePath(AT_FDCWD, path)) return OpenData(flags);     \
+    return OpenResult(real.get()(path, flags, mode));               \
+  }
+#define UDIAG_OPENAT_WRAPPER(fn, real)                              \
+  EXPORT int fn(int dirfd, const char* path, int flags, ...) {      \
+    mode_t mode = 0;                                                \
+    if (NeedsMode(flags)) {                                         \
+      va_list ap;                                                   \
+      va_start(ap, flags);                                          \
+      mode = va_arg(ap, mode_t);                                    \
+      va_end(ap);                                                   \
+    }                                                               \
+    if (IsDataFilePath(dirfd, path)) return OpenData(flags);        \
+    return OpenResult(real.get()(dirfd, path, flags, mode));        \
+  }
+
+UDIAG_OPEN_WRAPPER(open, real_open)
+UDIAG_OPEN_WRAPPER(open64, real_open64)
+UDIAG_OPENAT_WRAPPER(openat, real_openat)
+UDIAG_OPENAT_WRAPPER(openat64, real_openat64)
+
+EXPORT int __open_2(const char* path, int flags) {
+  if (IsDataFilePath(AT_FDCWD, path)) return OpenData(flags);
+  return OpenResult(real___open_2.get()(path, flags));
+}
+EXPORT int __open64_2(const char* path, int flags) {
+  if (IsDataFilePath(AT_FDCWD, path)) return OpenData(flags);
+  return OpenResult(real___open64_2.get()(path, flags));
+}
+EXPORT int __openat_2(int dirfd, const char* path, int flags) {
+  if (IsDataFilePath(dirfd, path)) return OpenData(flags);
+  return OpenResult(real___openat_2.get()(dirfd, path, flags));
+}
+EXPORT int __openat64_2(int dirfd, const char* path, int flags) {
+  if (IsDataFilePath(dirfd, path)) return OpenData(flags);
+  return OpenResult(real___openat64_2.get()(dirfd, path, flags));
+}
+
+// ---- ioctl -----------------------------------------------------------------
+
+EXPORT int ioctl(int fd, unsigned long request, ...) {
+  va_list ap;
+  va_start(ap, request);
+  void* arg = va_arg(ap, void*);
+  va_end(ap);
+  if (IsData(fd)) return udiag_ioctl(fd, request, arg);
+  // An inherited or received data file we have not seen yet.
+  if (__builtin_expect(IsDiagRequest(request), 0) && State(fd) == kOther && Probe(fd)) {
+    SetState(fd, kData);
+    return udiag_ioctl(fd, request, arg);
+  }
+  return real_ioctl.get()(fd, request, arg);
+}
+
+// ---- write -----------------------------------------------------------------
+
+EXPORT ssize_t write(int fd, const void* buf, size_t count) {
+  if (IsData(fd)) return udiag_write(fd, buf, count);
+  return real_write.get()(fd, buf, count);
+}
+
+EXPORT ssize_t writev(int fd, const struct iovec* iov, int iovcnt) {
+  if (IsData(fd)) return udiag_writev(fd, iov, iovcnt);
+  return real_writev.get()(fd, iov, iovcnt);
+}
+
+// The offset is ignored on a data file, as by the kernel's write_iter.
+EXPORT ssize_t pwrite(int fd, const void* buf, size_t count, off_t offset) {
+  if (IsData(fd)) return udiag_write(fd, buf, count);
+  return real_pwrite.get()(fd, buf, count, offset);
+}
+
+EXPORT ssize_t pwrite64(int fd, const void* buf, size_t count, off64_t offset) {
+  if (IsData(fd)) return udiag_write(fd, buf, count);
+  return real_pwrite64.get()(fd, buf, count, offset);
+}
+
+// ---- close and the dup family ------------------------------------------------
+
+EXPORT int close(int fd) {
+  if (__builtin_expect(State(fd) != kOther, 0)) {
+    SetState(fd, kOther);
+    return udiag_close(fd);  // forgets the library's mirror, then closes
+  }
+  return real_close.get()(fd);
+}
+
+EXPORT int close_range(unsigned first, unsigned last, int flags) {
+  int r = real_close_range.get()(first, last, flags);
+  if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
+    for (unsigned fd = first; fd <= last && fd < static_cast<unsigned>(kDirect); ++fd) {
+      if (g_state[fd].load(std::memory_order_relaxed) != kOther) ForgetStale(static_cast<int>(fd));
+    }
+  }
+  return r;
+}
+
+EXPORT void closefrom(int lowfd) {
+  real_closefrom.get()(lowfd);
+  for (int fd = lowfd < 0 ? 0 : lowfd; fd < kDirect; ++fd) {
+    if (g_state[fd].load(std::memory_order_relaxed) != kOther) ForgetStale(fd);
+  }
+}
+
+EXPORT int dup(int fd) {
+  int r = real_dup.get()(fd);
+  if (r >= 0) CopyState(fd, r);
+  return r;
+}
+
+EXPORT int dup2(int oldfd, int newfd) {
+  int r = real_dup2.get()(oldfd, newfd);
+  if (r >= 0 && oldfd != newfd) CopyState(oldfd, r);
+  return r;
+}
+
+EXPORT int dup3(int oldfd, int newfd, int flags) {
+  int r = real_dup3.get()(oldfd, newfd, flags);
+  if (r >= 0) CopyState(oldfd, r);
+  return r;
+}
+
+EXPORT int fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  void* arg = va_arg(ap, void*);
+  va_end(ap);
+  if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return DupFcntl(real_fcntl, fd, cmd, arg);
+  return real_fcntl.get()(fd, cmd, arg);
+}
+
+EXPORT int fcntl64(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  void* arg = va_arg(ap, void*);
+  va_end(ap);
+  if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return DupFcntl(real_fcntl64, fd, cmd, arg);
+  return real_fcntl64.get()(fd, cmd, arg);
+}
