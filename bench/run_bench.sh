@@ -12,7 +12,7 @@ OUT=$(mktemp -d /tmp/udiag-bench.XXXXXX)
 GB=(--benchmark_format=json --benchmark_min_time="$MIN_TIME")
 
 echo "results in $OUT" >&2
-for b in ring_bench udiag_bench sustained_bench; do
+for b in ring_bench udiag_bench dropin_bench sustained_bench; do
   [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (build with -DUDIAG_BUILD_BENCH=ON)" >&2; exit 1; }
 done
 
@@ -56,6 +56,11 @@ else
   rm -rf "$trace_dir"
   [ -n "$started_sessiond" ] && kill "$started_sessiond" 2>/dev/null
 fi
+
+echo "running dropin_bench (without, then with the preload)..." >&2
+"$BIN/dropin_bench" "${GB[@]}" --benchmark_filter=BM_PipeWrite >"$OUT/dropin_plain.json" 2>"$OUT/dropin_plain.err"
+LD_PRELOAD="$BUILD/lib/libudiag-preload.so" "$BIN/dropin_bench" "${GB[@]}" \
+  >"$OUT/dropin_preload.json" 2>"$OUT/dropin_preload.err"
 
 echo "running sustained_bench ($SECS s)..." >&2
 "$BIN/sustained_bench" "$SECS" >"$OUT/sustained.txt" 2>"$OUT/sustained.err"
@@ -110,6 +115,11 @@ for data, want, row in ((ltd, 0, 2), (lte, 1, 7)):
             rows[row] = (p, None, "skipped: tracepoint was %s in this run" % ("enabled" if want == 0 else "not enabled"))
 base = rows[5][1]
 
+# Issue 3: the preload's cost to unrelated I/O, and the drop-in write path.
+plain, pre = load("dropin_plain.json"), load("dropin_preload.json")
+pipe0, pipe1 = median(plain, "BM_PipeWrite"), median(pre, "BM_PipeWrite")
+dropin, native = median(pre, "BM_DropinWritev"), median(pre, "BM_NativeWritev")
+
 print("| path | ns/event (median) | ratio to udiag enabled C write |")
 print("|---|---|---|")
 for path, v, err in rows:
@@ -118,6 +128,17 @@ for path, v, err in rows:
     else:
         ratio = f"{v / base:.2f}x" if base else "n/a"
         print(f"| {path} | {v:,.2f} | {ratio} |")
+
+print("\n| drop-in (issue 3) | ns/event (median) | ratio |")
+print("|---|---|---|")
+for path, (v, err), ref in (("write 32 B to a pipe, no preload", pipe0, None),
+                            ("write 32 B to a pipe, with libudiag-preload.so", pipe1, pipe0[0]),
+                            ("udiag_writev, same process (native)", native, None),
+                            ("writev on the kernel path via the preload", dropin, native[0])):
+    if v is None:
+        print(f"| {path} | {err} | |")
+    else:
+        print(f"| {path} | {v:,.2f} | {f'{v / ref:.2f}x' if ref else ''} |")
 
 try:
     stop = open(os.path.join(out, "lttng_stop.log")).read()

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -256,32 +257,33 @@ bool IsDataFilePath(int dirfd, const char* path) {
   constexpr size_t kNameLen = sizeof(kDataName) - 1;
   if (len < kNameLen || memcmp(path + len - kNameLen, kDataName, kNameLen) != 0) return false;
   if (len > kNameLen && path[len - kNameLen - 1] != '/') return false;
-  return [&]() -> bool {
-    int saved = errno;
-    std::string full;
-    if (path[0] == '/') {
-      full = path;
+  int saved = errno;
+  std::string full;
+  if (path[0] == '/') {
+    full = path;
+  } else {
+    char base[4096];
+    if (dirfd == AT_FDCWD) {
+      if (!getcwd(base, sizeof base)) return false;
     } else {
-      char base[4096];
-      if (dirfd == AT_FDCWD) {
-        if (!getcwd(base, sizeof base)) return false;
-      } else {
-        std::string link = "/proc/self/fd/" + std::to_string(dirfd);
-        ssize_t n = readlink(link.c_str(), base, sizeof base - 1);
-        if (n <= 0) return false;
-        base[n] = 0;
-      }
-      full = std::string(base) + "/" + path;
+      std::string link = "/proc/self/fd/" + std::to_string(dirfd);
+      ssize_t n = readlink(link.c_str(), base, sizeof base - 1);
+      if (n <= 0) return false;
+      base[n] = 0;
     }
-    std::string dir = Normalise(full);
-    dir.resize(dir.size() - kNameLen - 1);
-    if (dir.empty()) dir = "/";
-    errno = saved;
-    for (const auto& d : TracefsDirs()) {
-      if (d == dir) return true;
-    }
-    return false;
-  }();
+    full.assign(base);
+    full += '/';
+    full += path;
+  }
+  // The normalised path still ends in "/user_events_data": keep what is before.
+  std::string normal = Normalise(full);
+  std::string_view dir = std::string_view(normal).substr(0, normal.rfind('/'));
+  if (dir.empty()) dir = "/";
+  errno = saved;
+  for (const auto& d : TracefsDirs()) {
+    if (d == dir) return true;
+  }
+  return false;
 }
 
 [[gnu::cold, gnu::noinline]] int OpenData(int flags) {
