@@ -11,6 +11,7 @@
 #include "base/daemon_dir.h"
 #include "cli/cli_support.h"
 #include "cli/mount_command.h"
+#include "cli/run_command.h"
 #include "cli/trace_command.h"
 #include "cli/tree_commands.h"
 
@@ -41,6 +42,7 @@ struct CommandLine {
   bool append = false;
   bool foreground = false;  // mount's --foreground
   cli::TraceOptions trace;
+  std::vector<std::string> command;  // run's COMMAND
   std::function<int(const std::string& dir)> run;
 };
 
@@ -144,6 +146,19 @@ void AddMountCommands(CLI::App& app, CommandLine& line) {
   umount->callback([&] { line.run = [&](const std::string&) { return cli::UnmountTree(line.path); }; });
 }
 
+void AddRunCommand(CLI::App& app, CommandLine& line) {
+  CLI::App* run = AddCommand(
+      app, line, "run", "Run an unmodified user_events program against udiagd",
+      "Runs COMMAND in a private mount namespace where /sys/kernel/tracing (and\n"
+      "/sys/kernel/debug/tracing if it exists) is the daemon's tree (FUSE), with\n"
+      "libudiag-preload.so in LD_PRELOAD and $UDIAG_DIR set. Exits with COMMAND's status\n"
+      "(128+N if signal N killed it; 127 if it cannot be found). If no udiagd is running,\n"
+      "a private one is started for the duration. Not root: needs unprivileged user namespaces.\n"
+      "Example: udiag run -- ./my_app --verbose");
+  run->add_option("COMMAND", line.command, "Command to run (put it after `--`)")->required();
+  run->callback([&] { line.run = [&](const std::string& dir) { return cli::Run(dir, line.command); }; });
+}
+
 // A closed stdin, stdout or stderr would be reused by the next open(), and a
 // socket or a child's stream could land on it (CI runners may start us with
 // no stdin).
@@ -167,6 +182,7 @@ int main(int argc, char** argv) {
   AddEnableCommand(app, line, /*enable=*/false);
   AddTraceCommand(app, line);
   AddMountCommands(app, line);
+  AddRunCommand(app, line);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -15,12 +15,14 @@ struct MountOptions {
 };
 
 // Mounts the tree of the daemon `client` is connected to on
-// options.mountpoint and serves it. In the background (the default) the call
-// returns 0 in the calling process once the mount is in place, and a detached
-// child serves it; in the foreground it serves until the mount goes away
-// (`udiag umount`, SIGINT, SIGTERM). Either way, the server unmounts the
-// directory and exits when its connection to the daemon breaks. On failure
-// returns an errno and puts a sentence in `*error`.
+// options.mountpoint and serves it. In the foreground it serves until the
+// mount goes away (`udiag umount`, SIGINT, SIGTERM) and returns. In the
+// background (the default) it never returns on success: once the mount is in
+// place the calling process exits with status 0 (fuse_daemonize) and a
+// detached child serves — so call it from a process that has nothing else to
+// do, as `udiag mount` and `udiag run` (one child per mountpoint) do. Either
+// way the server unmounts the directory and exits when its connection to the
+// daemon breaks. On failure returns an errno and puts a sentence in `*error`.
 int Mount(consumer::ConsumerClient client, const MountOptions& options, std::string* error);
 
 // Unmounts `mountpoint` (lazily if it is busy); works whether or not its
