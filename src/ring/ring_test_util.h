@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "ring/ring_layout.h"
@@ -46,7 +47,7 @@ class TestRing {
   ~TestRing() {
     if (guarded_ != nullptr) munmap(guarded_, mapping_.bytes + 2 * kGuardBytes);
     // The reader unmaps the middle itself; unmapping a range with holes is fine.
-    if (reader_guard_ != nullptr) munmap(reader_guard_, mapping_.bytes + 2 * kGuardBytes);
+    for (void* guard : reader_guards_) munmap(guard, mapping_.bytes + 2 * kGuardBytes);
     if (mapping_.fd >= 0) close(mapping_.fd);
   }
 
@@ -63,17 +64,27 @@ class TestRing {
 
   // A reader whose own mapping has PROT_NONE pages on both sides, like ours:
   // the kernel places a new mapping in the highest gap that fits, so a hole
-  // of the exact size between two guard pages receives it. (ThreadSanitizer
-  // places mappings itself: there the reader may land elsewhere, unguarded.)
+  // of the exact size between two guard pages receives it — unless a higher
+  // gap of that size exists (sanitizer runtimes leave some). A reader that
+  // lands there is kept, filling that gap, and the next try goes in the
+  // hole. (ThreadSanitizer places mappings itself: there it may never work.)
   std::unique_ptr<RingReader> GuardedReader() {
-    reader_guard_ = mmap(nullptr, mapping_.bytes + 2 * kGuardBytes, PROT_NONE,
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      void* guard = mmap(nullptr, mapping_.bytes + 2 * kGuardBytes, PROT_NONE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    EXPECT_NE(reader_guard_, MAP_FAILED);
-    uint8_t* hole = static_cast<uint8_t*>(reader_guard_) + kGuardBytes;
-    munmap(hole, mapping_.bytes);
-    std::unique_ptr<RingReader> reader = Reader();
-    reader_guarded_ = reader != nullptr && RingReaderTestPeer::Base(*reader) == hole;
-    return reader;
+      EXPECT_NE(guard, MAP_FAILED);
+      reader_guards_.push_back(guard);
+      uint8_t* hole = static_cast<uint8_t*>(guard) + kGuardBytes;
+      munmap(hole, mapping_.bytes);
+      std::unique_ptr<RingReader> reader = Reader();
+      if (reader == nullptr) return nullptr;
+      if (RingReaderTestPeer::Base(*reader) == hole) {
+        reader_guarded_ = true;
+        return reader;
+      }
+      misplaced_readers_.push_back(std::move(reader));
+    }
+    return Reader();
   }
   bool reader_guarded() const { return reader_guarded_; }
 
@@ -81,7 +92,8 @@ class TestRing {
   static constexpr size_t kGuardBytes = 4096;
   RingMapping mapping_{-1, nullptr, 0};
   void* guarded_ = nullptr;
-  void* reader_guard_ = nullptr;
+  std::vector<void*> reader_guards_;
+  std::vector<std::unique_ptr<RingReader>> misplaced_readers_;
   bool reader_guarded_ = false;
 };
 

@@ -2,6 +2,9 @@
 # Runs an unmodified user_events program under libudiag-preload.so against a
 # private udiagd, then checks the trace holds its events.
 # Usage: run_dropin.sh BIN_DIR PRELOAD PROGRAM
+if [ -n "${UDIAG_SANITIZE:-}" ]; then
+  echo "SKIP: the preload is built with -fsanitize=$UDIAG_SANITIZE; it cannot be injected into other programs"; exit 77
+fi
 BIN_DIR="$1"; PRELOAD="$2"; PROGRAM="$3"
 DIR=$(mktemp -d)
 "$BIN_DIR/udiagd" --dir "$DIR" & PID=$!

@@ -5,6 +5,9 @@
 # Then nothing may be left mounted in the host namespace nor serving.
 # Usage: run_udiag_run.sh BIN_DIR PROGRAM
 # Exits 77 (skipped) if a mount namespace or a FUSE mount is not permitted.
+if [ -n "${UDIAG_SANITIZE:-}" ]; then
+  echo "SKIP: the preload is built with -fsanitize=$UDIAG_SANITIZE; it cannot be injected into other programs"; exit 77
+fi
 BIN_DIR="$1"; PROGRAM="$2"
 unset LD_PRELOAD
 DIR=$(mktemp -d)
