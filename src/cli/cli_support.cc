@@ -30,6 +30,25 @@ base::ErrorOr<consumer::ConsumerClient> ConnectOrExplain(const std::string& dir)
   return client;
 }
 
+base::ErrorOr<consumer::ConsumerClient> ConnectOrStartPrivate(
+    std::string* dir, std::string_view doing, std::unique_ptr<consumer::PrivateDaemon>* private_daemon) {
+  auto client = consumer::ConsumerClient::Connect(*dir);
+  if (!client.ok() && consumer::IsNoDaemonError(client.error())) {
+    std::string error;
+    *private_daemon = consumer::PrivateDaemon::Start(&error);
+    if (!*private_daemon) {
+      fmt::print(stderr, "udiag: no udiagd is running at {}, and starting a private one failed: {}\n", *dir, error);
+      return base::Errno{ENOENT};
+    }
+    fmt::print(stderr, "udiag: no udiagd is running at {}; {} with a private one at {}\n", *dir, doing,
+               (*private_daemon)->dir());
+    *dir = (*private_daemon)->dir();
+    client = consumer::ConsumerClient::Connect(*dir);
+  }
+  if (!client.ok()) FailToConnect(*dir, client.error());
+  return client;
+}
+
 bool WriteToStdout(std::string_view text) {
   while (!text.empty()) {
     ssize_t n = write(STDOUT_FILENO, text.data(), text.size());

@@ -1,11 +1,13 @@
 // What every udiag command shares: reaching the daemon and reporting errors.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "base/error_or.h"
 #include "consumer/consumer_client.h"
+#include "consumer/private_daemon.h"
 
 namespace udiag::cli {
 
@@ -23,6 +25,13 @@ int FailToConnect(const std::string& dir, int err);
 // Connects to the daemon serving `dir` (already resolved), FailToConnect()
 // when that does not work.
 base::ErrorOr<consumer::ConsumerClient> ConnectOrExplain(const std::string& dir);
+
+// Connects to the daemon serving `*dir`; when none runs there, starts a
+// private one for the caller's lifetime (kept in `*private_daemon`), says so
+// on stderr ("<doing> with a private one"), and points `*dir` at it. Failures
+// are explained on stderr.
+base::ErrorOr<consumer::ConsumerClient> ConnectOrStartPrivate(
+    std::string* dir, std::string_view doing, std::unique_ptr<consumer::PrivateDaemon>* private_daemon);
 
 // Writes all of `text` to stdout, unbuffered; false when stdout is gone.
 bool WriteToStdout(std::string_view text);

@@ -245,23 +245,7 @@ int Supervise(const std::string& dir, const std::string& ld_preload, const std::
 int Run(const std::string& requested_dir, const std::vector<std::string>& command) {
   std::string dir = requested_dir;
   std::unique_ptr<consumer::PrivateDaemon> private_daemon;
-  {
-    auto client = consumer::ConsumerClient::Connect(dir);
-    if (!client.ok() && consumer::IsNoDaemonError(client.error())) {
-      std::string error;
-      private_daemon = consumer::PrivateDaemon::Start(&error);
-      if (!private_daemon) {
-        fmt::print(stderr, "udiag: no udiagd is running at {}, and starting a private one failed: {}\n", dir,
-                   error);
-        return kExitFailure;
-      }
-      fmt::print(stderr, "udiag: no udiagd is running at {}; running with a private one at {}\n", dir,
-                 private_daemon->dir());
-      dir = private_daemon->dir();
-      client = consumer::ConsumerClient::Connect(dir);
-    }
-    if (!client.ok()) return FailToConnect(dir, client.error());
-  }
+  if (!ConnectOrStartPrivate(&dir, "running", &private_daemon).ok()) return kExitFailure;
   std::string preload = FindPreload();
   if (preload.empty()) {
     fmt::print(stderr, "udiag: run: cannot find {} (looked in ../lib next to this program and in "

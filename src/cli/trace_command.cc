@@ -91,20 +91,8 @@ int FollowPipe(consumer::ConsumerClient client, const std::string& path) {
 int Trace(const TraceOptions& options) {
   std::string dir = options.dir;
   std::unique_ptr<consumer::PrivateDaemon> private_daemon;  // outlives the client
-  auto client = consumer::ConsumerClient::Connect(dir);
-  if (!client.ok() && consumer::IsNoDaemonError(client.error())) {
-    std::string error;
-    private_daemon = consumer::PrivateDaemon::Start(&error);
-    if (!private_daemon) {
-      fmt::print(stderr, "udiag: no udiagd is running at {}, and starting a private one failed: {}\n", dir, error);
-      return kExitFailure;
-    }
-    fmt::print(stderr, "udiag: no udiagd is running at {}; tracing with a private one at {}\n", dir,
-               private_daemon->dir());
-    dir = private_daemon->dir();
-    client = consumer::ConsumerClient::Connect(dir);
-  }
-  if (!client.ok()) return FailToConnect(dir, client.error());
+  auto client = ConnectOrStartPrivate(&dir, "tracing", &private_daemon);
+  if (!client.ok()) return kExitFailure;
   // Before the command starts, so the events it registers first are enabled
   // at once.
   std::vector<std::string> globs = options.events.empty() ? std::vector<std::string>{"*"} : options.events;
