@@ -81,6 +81,10 @@ int PrepareDirectory(const std::string& dir, bool system) {
 Server::Server(const ServerOptions& options) : options_(options) {}
 
 Server::~Server() {
+  if (records_rejected_) {
+    fmt::print(stderr, "udiagd: rejected {} malformed or unauthorised records from producer rings\n",
+               records_rejected_);
+  }
   if (listener_) unlink(base::ControlSocketPath(options_.dir).c_str());
   if (lock_) unlink(base::LockFilePath(options_.dir).c_str());
 }
@@ -235,7 +239,6 @@ void Server::Accept() {
     setsockopt(fd->get(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
     conn->fd = std::move(fd).value();
     if (AddToEpoll(epoll_.get(), conn->fd.get(), EPOLLIN, Pack(kConnection, conn->id))) continue;
-    conn_by_fd_[conn->fd.get()] = conn->id;
     connections_[conn->id] = std::move(conn);
   }
 }
@@ -610,7 +613,6 @@ void Server::CloseConnection(uint64_t conn_id) {
   if (it == connections_.end()) return;
   std::unique_ptr<Connection> conn = std::move(it->second);
   connections_.erase(it);
-  conn_by_fd_.erase(conn->fd.get());
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, conn->fd.get(), nullptr);
   if (options_.verbose) fmt::print(stderr, "udiagd: pid {} disconnected\n", conn->peer.pid);
   // Exit, exec or a crash: the process's enablers die with it. Its rings

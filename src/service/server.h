@@ -175,7 +175,6 @@ class Server : public EventRegistry::Observer {
 
   uint64_t next_conn_id_ = 1;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
-  std::unordered_map<int, uint64_t> conn_by_fd_;
   std::unordered_map<int, std::unique_ptr<DataFile>> data_files_;  // by daemon_end fd
   std::vector<RingSource> rings_;
   std::unordered_map<uint32_t, std::string> comms_;  // tid -> comm
