@@ -97,6 +97,17 @@ bool WriteFile(const char* path, const std::string& text) {
 bool EnterMountNamespace() {
   uid_t uid = geteuid();
   gid_t gid = getegid();
+  // Checked first: inside the namespace the error would only say "cannot mount".
+  if (access("/dev/fuse", R_OK | W_OK) != 0) {
+    int err = errno;
+    struct stat st{};
+    stat("/dev/fuse", &st);
+    fmt::print(stderr,
+               "udiag: run: cannot use /dev/fuse: {} (mode {:04o}, uid {}); a FUSE mount needs it readable and "
+               "writable: as root, `chmod 0666 /dev/fuse` (Debian's default) or `modprobe fuse`\n",
+               std::strerror(err), st.st_mode & 07777, uid);
+    return false;
+  }
   if (uid == 0) {
     if (unshare(CLONE_NEWNS) != 0) {
       fmt::print(stderr, "udiag: run: cannot enter a mount namespace: unshare(CLONE_NEWNS): {}\n",

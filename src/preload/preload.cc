@@ -1,14 +1,16 @@
 // libudiag-preload.so: makes the kernel's user_events data file work for
 // unmodified programs (LD_PRELOAD). Opens of .../user_events_data under a
 // tracefs location become udiag_open(); ioctl/write/writev/pwrite/close and
-// the dup family on those descriptors go to the library. Everything else
-// passes straight through: the check for an unrelated descriptor is one load
-// from a static table. See docs/dropin.md.
+// the dup family on those descriptors go to the library. The historic ABIs
+// work too: mmap of .../user_events_status (5.18-6.3) and the RFC's
+// /dev/udiag. Everything else passes straight through: the check for an
+// unrelated descriptor is one load from a static table. See docs/dropin.md.
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -27,6 +29,7 @@
 #include "ipc/protocol.h"
 #include "producer/client.h"
 #include "producer/data_files.h"
+#include "producer/legacy_abi.h"
 #include "udiag/udiag.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
@@ -74,6 +77,9 @@ Real<int (*)(int, int, ...)> real_fcntl{"fcntl"};
 Real<int (*)(int, int, ...)> real_fcntl64{"fcntl64"};
 Real<int (*)(unsigned, unsigned, int)> real_close_range{"close_range"};
 Real<void (*)(int)> real_closefrom{"closefrom"};
+Real<void* (*)(void*, size_t, int, int, int, off_t)> real_mmap{"mmap"};
+Real<void* (*)(void*, size_t, int, int, int, off64_t)> real_mmap64{"mmap64"};
+Real<int (*)(void*, size_t)> real_munmap{"munmap"};
 
 // ---- Which descriptors are data files --------------------------------------
 
@@ -81,6 +87,8 @@ enum : uint8_t {
   kOther = 0,      // not a data file (or unknown: the common case)
   kData = 1,       // a udiag data file
   kCandidate = 2,  // an inherited AF_UNIX seqpacket socket, not yet asked about
+  kStatus = 3,     // user_events_status: mmap gives the legacy status page
+  kRfc = 4,        // /dev/udiag: a data file speaking the RFC's ABI
 };
 
 constexpr int kDirect = 1 << 16;
@@ -151,7 +159,7 @@ bool IsSeqpacketUnixSocket(int fd) {
 // True if `fd` (whose state is not kOther) is a data file, settling a
 // candidate with the daemon.
 [[gnu::cold, gnu::noinline]] bool Settle(int fd, uint8_t state) {
-  if (state == kData) return true;
+  if (state != kCandidate) return state == kData;
   bool yes = Probe(fd);
   SetState(fd, yes ? kData : kOther);
   return yes;
@@ -188,6 +196,8 @@ __attribute__((constructor)) void FindInheritedCandidates() {
 // ---- Which paths are the data file -----------------------------------------
 
 constexpr char kDataName[] = "user_events_data";
+constexpr char kStatusName[] = "user_events_status";
+constexpr char kRfcDevice[] = "/dev/udiag";
 
 // Lexically normalises an absolute path: no "//", "." or "..".
 std::string Normalise(const std::string& path) {
@@ -249,14 +259,15 @@ const std::vector<std::string>& TracefsDirs() {
   return *dirs;
 }
 
-// True if `path` (relative to `dirfd`) names user_events_data in a tracefs
-// location. Cheap for every other path: a suffix compare.
-bool IsDataFilePath(int dirfd, const char* path) {
-  if (!path) return false;
-  size_t len = strlen(path);
-  constexpr size_t kNameLen = sizeof(kDataName) - 1;
-  if (len < kNameLen || memcmp(path + len - kNameLen, kDataName, kNameLen) != 0) return false;
-  if (len > kNameLen && path[len - kNameLen - 1] != '/') return false;
+enum class Special { kNone, kDataFile, kStatusFile, kRfcDevice };
+
+bool EndsWithName(const char* path, size_t len, std::string_view name) {
+  return len >= name.size() && memcmp(path + len - name.size(), name.data(), name.size()) == 0 &&
+         (len == name.size() || path[len - name.size() - 1] == '/');
+}
+
+// Absolute, normalised form of `path` relative to `dirfd`; empty on failure.
+std::string FullPath(int dirfd, const char* path) {
   int saved = errno;
   std::string full;
   if (path[0] == '/') {
@@ -264,33 +275,54 @@ bool IsDataFilePath(int dirfd, const char* path) {
   } else {
     char base[4096];
     if (dirfd == AT_FDCWD) {
-      if (!getcwd(base, sizeof base)) return false;
+      if (!getcwd(base, sizeof base)) return {};
     } else {
       std::string link = "/proc/self/fd/" + std::to_string(dirfd);
       ssize_t n = readlink(link.c_str(), base, sizeof base - 1);
-      if (n <= 0) return false;
+      if (n <= 0) return {};
       base[n] = 0;
     }
     full.assign(base);
     full += '/';
     full += path;
   }
-  // The normalised path still ends in "/user_events_data": keep what is before.
-  std::string normal = Normalise(full);
+  errno = saved;
+  return Normalise(full);
+}
+
+bool InTracefsDir(const std::string& normal) {
   std::string_view dir = std::string_view(normal).substr(0, normal.rfind('/'));
   if (dir.empty()) dir = "/";
-  errno = saved;
   for (const auto& d : TracefsDirs()) {
     if (d == dir) return true;
   }
   return false;
 }
 
-[[gnu::cold, gnu::noinline]] int OpenData(int flags) {
+// What `path` (relative to `dirfd`) names. Cheap for every other path: a
+// suffix compare.
+Special Classify(int dirfd, const char* path) {
+  if (!path) return Special::kNone;
+  size_t len = strlen(path);
+  if (EndsWithName(path, len, kDataName)) {
+    std::string full = FullPath(dirfd, path);
+    return !full.empty() && InTracefsDir(full) ? Special::kDataFile : Special::kNone;
+  }
+  if (EndsWithName(path, len, kStatusName)) {
+    std::string full = FullPath(dirfd, path);
+    return !full.empty() && InTracefsDir(full) ? Special::kStatusFile : Special::kNone;
+  }
+  if (EndsWithName(path, len, "udiag")) {
+    return FullPath(dirfd, path) == kRfcDevice ? Special::kRfcDevice : Special::kNone;
+  }
+  return Special::kNone;
+}
+
+int OpenData(int flags, uint8_t state) {
   int fd = udiag_open();
   if (fd < 0) return -1;
   if (flags & O_CLOEXEC) real_fcntl.get()(fd, F_SETFD, FD_CLOEXEC);
-  SetState(fd, kData);
+  SetState(fd, state);
   return fd;
 }
 
@@ -299,10 +331,56 @@ inline int OpenResult(int fd) {
   return fd;
 }
 
+// The status file is opened for real (under `udiag run` it is the daemon's
+// text); its descriptor also maps the legacy status page.
+template <typename OpenReal>
+int OpenStatus(OpenReal open_real) {
+  int fd = open_real();
+  if (fd >= 0) {
+    FreshFd(fd);
+    SetState(fd, kStatus);
+  }
+  return fd;
+}
+
+// Opens `path`: the special files of the user_events ABIs become udiag
+// descriptors; everything else is `open_real()`.
+template <typename OpenReal>
+[[gnu::always_inline]] inline int Open(int dirfd, const char* path, int flags, OpenReal open_real) {
+  switch (Classify(dirfd, path)) {
+    case Special::kNone: return OpenResult(open_real());
+    case Special::kDataFile: return OpenData(flags, kData);
+    case Special::kRfcDevice: return OpenData(flags, kRfc);
+    case Special::kStatusFile: return OpenStatus(open_real);
+  }
+  return OpenResult(open_real());
+}
+
 inline bool NeedsMode(int flags) { return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE; }
 
 inline bool IsDiagRequest(unsigned long request) {
   return request == DIAG_IOCSREG || request == DIAG_IOCSDEL || request == DIAG_IOCSUNREG;
+}
+
+// The RFC's device had only write(): the kernel turns writev into one write
+// per segment.
+[[gnu::cold, gnu::noinline]] ssize_t RfcWritev(int fd, const iovec* iov, int iovcnt) {
+  ssize_t total = 0;
+  for (int i = 0; i < iovcnt; ++i) {
+    ssize_t n = udiag::producer::legacy::RfcWrite(fd, iov[i].iov_base, iov[i].iov_len);
+    if (n < 0) return total ? total : n;
+    total += n;
+  }
+  return total;
+}
+
+[[gnu::cold, gnu::noinline]] void* MapSpecial(void* addr, size_t len, int prot, int flags, int fd, off_t offset) {
+  return udiag::producer::legacy::MapStatusPage(addr, len, prot, flags, offset, State(fd) == kRfc);
+}
+
+inline bool MapsStatusPage(int fd) {
+  uint8_t state = State(fd);
+  return __builtin_expect(state == kStatus || state == kRfc, 0);
 }
 
 [[gnu::cold, gnu::noinline]] int DupFcntl(Real<int (*)(int, int, ...)>& real, int fd, int cmd, void* arg) {
@@ -324,8 +402,7 @@ inline bool IsDiagRequest(unsigned long request) {
       mode = va_arg(ap, mode_t);                                    \
       va_end(ap);                                                   \
     }                                                               \
-    if (IsDataFilePath(AT_FDCWD, path)) return OpenData(flags);     \
-    return OpenResult(real.get()(path, flags, mode));               \
+    return Open(AT_FDCWD, path, flags, [&] { return real.get()(path, flags, mode); }); \
   }
 #define UDIAG_OPENAT_WRAPPER(fn, real)                              \
   EXPORT int fn(int dirfd, const char* path, int flags, ...) {      \
@@ -336,8 +413,7 @@ inline bool IsDiagRequest(unsigned long request) {
       mode = va_arg(ap, mode_t);                                    \
       va_end(ap);                                                   \
     }                                                               \
-    if (IsDataFilePath(dirfd, path)) return OpenData(flags);        \
-    return OpenResult(real.get()(dirfd, path, flags, mode));        \
+    return Open(dirfd, path, flags, [&] { return real.get()(dirfd, path, flags, mode); }); \
   }
 
 UDIAG_OPEN_WRAPPER(open, real_open)
@@ -346,20 +422,16 @@ UDIAG_OPENAT_WRAPPER(openat, real_openat)
 UDIAG_OPENAT_WRAPPER(openat64, real_openat64)
 
 EXPORT int __open_2(const char* path, int flags) {
-  if (IsDataFilePath(AT_FDCWD, path)) return OpenData(flags);
-  return OpenResult(real___open_2.get()(path, flags));
+  return Open(AT_FDCWD, path, flags, [&] { return real___open_2.get()(path, flags); });
 }
 EXPORT int __open64_2(const char* path, int flags) {
-  if (IsDataFilePath(AT_FDCWD, path)) return OpenData(flags);
-  return OpenResult(real___open64_2.get()(path, flags));
+  return Open(AT_FDCWD, path, flags, [&] { return real___open64_2.get()(path, flags); });
 }
 EXPORT int __openat_2(int dirfd, const char* path, int flags) {
-  if (IsDataFilePath(dirfd, path)) return OpenData(flags);
-  return OpenResult(real___openat_2.get()(dirfd, path, flags));
+  return Open(dirfd, path, flags, [&] { return real___openat_2.get()(dirfd, path, flags); });
 }
 EXPORT int __openat64_2(int dirfd, const char* path, int flags) {
-  if (IsDataFilePath(dirfd, path)) return OpenData(flags);
-  return OpenResult(real___openat64_2.get()(dirfd, path, flags));
+  return Open(dirfd, path, flags, [&] { return real___openat64_2.get()(dirfd, path, flags); });
 }
 
 // ---- ioctl -----------------------------------------------------------------
@@ -370,6 +442,7 @@ EXPORT int ioctl(int fd, unsigned long request, ...) {
   void* arg = va_arg(ap, void*);
   va_end(ap);
   if (IsData(fd)) return udiag_ioctl(fd, request, arg);
+  if (__builtin_expect(State(fd) == kRfc, 0)) return udiag::producer::legacy::RfcIoctl(fd, request, arg);
   // An inherited or received data file we have not seen yet.
   if (__builtin_expect(IsDiagRequest(request), 0) && State(fd) == kOther && Probe(fd)) {
     SetState(fd, kData);
@@ -382,30 +455,36 @@ EXPORT int ioctl(int fd, unsigned long request, ...) {
 
 EXPORT ssize_t write(int fd, const void* buf, size_t count) {
   if (IsData(fd)) return udiag_write(fd, buf, count);
+  if (__builtin_expect(State(fd) == kRfc, 0)) return udiag::producer::legacy::RfcWrite(fd, buf, count);
   return real_write.get()(fd, buf, count);
 }
 
 EXPORT ssize_t writev(int fd, const struct iovec* iov, int iovcnt) {
   if (IsData(fd)) return udiag_writev(fd, iov, iovcnt);
+  if (__builtin_expect(State(fd) == kRfc, 0)) return RfcWritev(fd, iov, iovcnt);
   return real_writev.get()(fd, iov, iovcnt);
 }
 
 // The offset is ignored on a data file, as by the kernel's write_iter.
 EXPORT ssize_t pwrite(int fd, const void* buf, size_t count, off_t offset) {
   if (IsData(fd)) return udiag_write(fd, buf, count);
+  if (__builtin_expect(State(fd) == kRfc, 0)) return udiag::producer::legacy::RfcWrite(fd, buf, count);
   return real_pwrite.get()(fd, buf, count, offset);
 }
 
 EXPORT ssize_t pwrite64(int fd, const void* buf, size_t count, off64_t offset) {
   if (IsData(fd)) return udiag_write(fd, buf, count);
+  if (__builtin_expect(State(fd) == kRfc, 0)) return udiag::producer::legacy::RfcWrite(fd, buf, count);
   return real_pwrite64.get()(fd, buf, count, offset);
 }
 
 // ---- close and the dup family ------------------------------------------------
 
 EXPORT int close(int fd) {
-  if (__builtin_expect(State(fd) != kOther, 0)) {
+  uint8_t state = State(fd);
+  if (__builtin_expect(state != kOther, 0)) {
     SetState(fd, kOther);
+    if (state == kStatus) return real_close.get()(fd);
     return udiag_close(fd);  // forgets the library's mirror, then closes
   }
   return real_close.get()(fd);
@@ -462,4 +541,22 @@ EXPORT int fcntl64(int fd, int cmd, ...) {
   va_end(ap);
   if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return DupFcntl(real_fcntl64, fd, cmd, arg);
   return real_fcntl64.get()(fd, cmd, arg);
+}
+
+// ---- mmap of the legacy status page -------------------------------------------
+
+EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t offset) {
+  if (fd >= 0 && MapsStatusPage(fd)) return MapSpecial(addr, len, prot, flags, fd, offset);
+  return real_mmap.get()(addr, len, prot, flags, fd, offset);
+}
+
+EXPORT void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off64_t offset) {
+  if (fd >= 0 && MapsStatusPage(fd)) return MapSpecial(addr, len, prot, flags, fd, offset);
+  return real_mmap64.get()(addr, len, prot, flags, fd, offset);
+}
+
+EXPORT int munmap(void* addr, size_t len) {
+  int r = real_munmap.get()(addr, len);
+  if (r == 0) udiag::producer::legacy::ForgetStatusViews(addr, len);
+  return r;
 }

@@ -12,6 +12,7 @@
 #include "base/daemon_dir.h"
 #include "base/unix_socket.h"
 #include "producer/data_files.h"
+#include "producer/legacy_abi.h"
 #include "producer/user_memory.h"
 
 namespace udiag::producer {
@@ -245,6 +246,7 @@ uint8_t Client::RemoveEnablers(uint64_t addr, uint8_t bit) {
 
 // fork: hold our locks across it so the child never inherits one mid-update.
 void Client::AtForkPrepare() {
+  legacy::ForkPrepare();
   g_client_mu.lock();
   DataFiles().mutex().lock();
   if (g_client) g_client->mu_.lock();
@@ -254,12 +256,14 @@ void Client::AtForkParent() {
   if (g_client) g_client->mu_.unlock();
   DataFiles().mutex().unlock();
   g_client_mu.unlock();
+  legacy::ForkParent();
 }
 
 void Client::AtForkChild() {
   if (g_client) g_client->mu_.unlock();
   DataFiles().mutex().unlock();
   g_client_mu.unlock();
+  legacy::ForkChild();
   // The parent's rings are not ours to write: every thread makes a new one.
   g_fast.ring_generation.fetch_add(1);
   if (g_client && !g_client->dead_) g_client->ReconnectAfterFork();

@@ -9,6 +9,8 @@
 #include "schema/event_description.h"
 #include "producer/client.h"
 #include "producer/data_files.h"
+#include "producer/legacy_abi.h"
+#include "producer/registration.h"
 #include "producer/user_memory.h"
 #include "udiag/udiag.h"
 
@@ -39,14 +41,10 @@ int CopyStruct(uint64_t addr, void* dst, size_t known) {
   return 0;
 }
 
-EventSlot SlotFrom(const ipc::EventInfo& info) { return EventSlot{info.id, info.min_size, info.locs}; }
-
-void Remember(int fd, uint32_t index, const ipc::EventInfo& info) {
-  std::lock_guard lock(DataFiles().mutex());
-  DataFiles().FindOrAdd(fd, g_fast.epoch.load())->Set(index, SlotFrom(info));
-}
-
 int Register(Client& client, int fd, uint64_t arg) {
+  uint32_t size;
+  if (CopyFromUser(&size, arg, sizeof(size))) return EFAULT;
+  if (size == legacy::kUserRegV1Size) return legacy::RegisterV1(client, fd, arg);
   user_reg reg;
   if (int err = CopyStruct(arg, &reg, sizeof(reg))) return err;
   if (reg.flags & ~(USER_EVENT_REG_MAX - 1)) return EINVAL;
@@ -55,28 +53,15 @@ int Register(Client& client, int fd, uint64_t arg) {
   if (reg.enable_bit > reg.enable_size * 8 - 1) return EINVAL;
   if (reg.enable_addr + reg.enable_size > kTaskSize) return EFAULT;
   if (client.HasEnabler(reg.enable_addr, reg.enable_bit)) return EADDRINUSE;
-  ipc::RegisterRequest req{reg.flags, reg.enable_addr, reg.enable_bit, reg.enable_size, {}};
-  if (int err = CopyStringFromUser(reg.name_args, schema::kMaxCommandBytes, &req.command)) return err;
+  std::string command;
+  if (int err = CopyStringFromUser(reg.name_args, schema::kMaxCommandBytes, &command)) return err;
   // The agent will write the bit as soon as the reply arrives, so the word
   // must be writable now (the kernel finds out after parsing; see compat.md).
   if (!IsWritable(reg.enable_addr, reg.enable_size)) return EFAULT;
-
-  ipc::Encoder body;
-  req.Encode(body);
-  Reply reply;
-  ipc::RegisterReply out;
-  int fds[] = {fd};
+  Registration done;
   LocalEnabler enabler{0, reg.enable_addr, reg.enable_bit, reg.enable_size};
-  int err = client.Call(ipc::MsgType::kRegister, &body, fds, &reply, [&](const Reply& r) {
-    ipc::Decoder d(r.body);
-    if (r.error || !out.Decode(d)) return;
-    enabler.event_id = out.event.id;
-    Remember(fd, out.write_index, out.event);
-    client.AddEnabler(enabler, out.status);
-  });
-  if (err) return err;
-  if (reply.error) return reply.error;
-  CopyToUser(arg + offsetof(user_reg, write_index), &out.write_index, sizeof(out.write_index));
+  if (int err = RegisterEnabler(client, fd, reg.flags, command, enabler, &done)) return err;
+  CopyToUser(arg + offsetof(user_reg, write_index), &done.write_index, sizeof(done.write_index));
   return 0;
 }
 
@@ -84,28 +69,13 @@ int Unregister(Client& client, uint64_t arg) {
   user_unreg unreg;
   if (int err = CopyStruct(arg, &unreg, sizeof(unreg))) return err;
   if (unreg.__reserved || unreg.__reserved2) return EINVAL;
-  ipc::Encoder body;
-  ipc::UnregisterRequest{unreg.disable_addr, unreg.disable_bit}.Encode(body);
-  Reply reply;
-  uint8_t size = 0;
-  int err = client.Call(ipc::MsgType::kUnregister, &body, {}, &reply, [&](const Reply& r) {
-    if (!r.error) size = client.RemoveEnablers(unreg.disable_addr, unreg.disable_bit);
-  });
-  if (err || reply.error) return err ? err : reply.error;
-  // The kernel clears the bit on the way out, whatever the event's state.
-  if (!IsWritable(unreg.disable_addr, size)) return EFAULT;
-  WriteEnableBit({0, unreg.disable_addr, unreg.disable_bit, size}, false);
-  return 0;
+  return UnregisterEnabler(client, unreg.disable_addr, unreg.disable_bit);
 }
 
 int Delete(Client& client, uint64_t arg) {
-  ipc::NameRequest req;
-  if (int err = CopyStringFromUser(arg, schema::kMaxCommandBytes, &req.name)) return err;
-  ipc::Encoder body;
-  req.Encode(body);
-  Reply reply;
-  if (int err = client.Call(ipc::MsgType::kDelete, &body, {}, &reply)) return err;
-  return reply.error;
+  std::string name;
+  if (int err = CopyStringFromUser(arg, schema::kMaxCommandBytes, &name)) return err;
+  return DeleteEvent(client, name);
 }
 
 }  // namespace
@@ -141,6 +111,7 @@ extern "C" int udiag_ioctl(int fd, unsigned long request, void* arg) {
 }
 
 extern "C" int udiag_close(int fd) {
+  legacy::ReleaseOnClose(fd);
   DataFiles().Remove(fd);
   return close(fd);
 }

@@ -22,7 +22,7 @@ export UDIAG_DIR="$DIR" UDIAG_BIN_DIR="$BIN_DIR"
 
 # Can we at all? A namespace or FUSE refused: skip, saying which.
 if ! "$UDIAG" run -- true 2>"$OUT"; then
-  if grep -q "cannot enter a mount namespace\|cannot mount" "$OUT"; then
+  if grep -q "cannot enter a mount namespace\|cannot mount\|cannot use /dev/fuse" "$OUT"; then
     cat "$OUT"; echo "SKIP: udiag run cannot set up its namespace here"; cleanup; exit 77
   fi
   cat "$OUT"; fail "udiag run -- true failed"

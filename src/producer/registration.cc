@@ -1,0 +1,64 @@
+#include "producer/registration.h"
+
+#include "producer/data_files.h"
+#include "producer/user_memory.h"
+
+namespace udiag::producer {
+namespace {
+
+EventSlot SlotFrom(const ipc::EventInfo& info) { return EventSlot{info.id, info.min_size, info.locs}; }
+
+void Remember(int fd, uint32_t index, const ipc::EventInfo& info) {
+  std::lock_guard lock(DataFiles().mutex());
+  DataFiles().FindOrAdd(fd, g_fast.epoch.load())->Set(index, SlotFrom(info));
+}
+
+}  // namespace
+
+int RegisterEnabler(Client& client, int fd, uint16_t flags, const std::string& command, const LocalEnabler& enabler,
+                    Registration* out) {
+  ipc::RegisterRequest req{flags, enabler.addr, enabler.bit, enabler.size, command};
+  ipc::Encoder body;
+  req.Encode(body);
+  Reply reply;
+  ipc::RegisterReply answer;
+  int fds[] = {fd};
+  int err = client.Call(ipc::MsgType::kRegister, &body, fds, &reply, [&](const Reply& r) {
+    ipc::Decoder d(r.body);
+    if (r.error || !answer.Decode(d)) return;
+    LocalEnabler added = enabler;
+    added.event_id = answer.event.id;
+    Remember(fd, answer.write_index, answer.event);
+    client.AddEnabler(added, answer.status);
+  });
+  if (err) return err;
+  if (reply.error) return reply.error;
+  *out = Registration{answer.write_index, answer.event.id};
+  return 0;
+}
+
+int UnregisterEnabler(Client& client, uint64_t addr, uint8_t bit) {
+  ipc::Encoder body;
+  ipc::UnregisterRequest{addr, bit}.Encode(body);
+  Reply reply;
+  uint8_t size = 0;
+  int err = client.Call(ipc::MsgType::kUnregister, &body, {}, &reply, [&](const Reply& r) {
+    if (!r.error) size = client.RemoveEnablers(addr, bit);
+  });
+  if (err || reply.error) return err ? err : reply.error;
+  // The kernel clears the bit on the way out, whatever the event's state.
+  if (!IsWritable(addr, size)) return EFAULT;
+  WriteEnableBit({0, addr, bit, size}, false);
+  return 0;
+}
+
+int DeleteEvent(Client& client, const std::string& name) {
+  ipc::NameRequest req{name};
+  ipc::Encoder body;
+  req.Encode(body);
+  Reply reply;
+  if (int err = client.Call(ipc::MsgType::kDelete, &body, {}, &reply)) return err;
+  return reply.error;
+}
+
+}  // namespace udiag::producer
