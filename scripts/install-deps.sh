@@ -20,8 +20,8 @@
 set -euo pipefail
 
 declare -A GROUPS_PKGS=(
-  [build]="cmake ninja-build g++ pkg-config libfmt-dev libcli11-dev libgtest-dev libgmock-dev googletest"
-  [test]="strace trace-cmd libtraceevent-dev libtracecmd-dev babeltrace2 python3-bt2 protobuf-compiler"
+  [build]="cmake ninja-build g++ pkg-config libfmt-dev libcli11-dev libgtest-dev libgmock-dev googletest libtraceevent-dev"
+  [test]="strace trace-cmd libtracecmd-dev babeltrace2 python3-bt2 protobuf-compiler"
   [bench]="libbenchmark-dev liblttng-ust-dev lttng-tools"
   [fuse]="libfuse3-dev fuse3 libzydis-dev"
 )

@@ -1,0 +1,84 @@
+#include "record/tracedat/page_encoder.h"
+
+#include <cstring>
+
+#include "record/tracedat/tracedat_layout.h"
+
+namespace udiag::record::tracedat {
+namespace {
+
+constexpr uint32_t kSmallDataLimit = kMaxSmallTypeLen * 4;
+
+uint32_t AlignTo4(uint32_t size) { return (size + 3) & ~3u; }
+
+}  // namespace
+
+PageEncoder::PageEncoder() : page_(kPageSize, 0) {}
+
+uint32_t PageEncoder::MaxDataSize() { return kPageSize - kPageHeaderSize - kLongSize - 8; }
+
+uint32_t PageEncoder::Room() const {
+  return kPageSize - kPageHeaderSize - (lost_marked_ ? kLongSize : 0);
+}
+
+void PageEncoder::PutU32(uint32_t value) {
+  std::memcpy(page_.data() + kPageHeaderSize + used_, &value, sizeof(value));
+  used_ += sizeof(value);
+}
+
+void PageEncoder::PutEventHeader(uint32_t type_len, uint32_t delta) {
+  PutU32(type_len | (delta << kTypeLenBits));
+}
+
+bool PageEncoder::Append(uint64_t timestamp, std::span<const uint8_t> data) {
+  if (data.size() > MaxDataSize()) return false;
+  uint32_t padded = AlignTo4(static_cast<uint32_t>(data.size()));
+  bool small = !data.empty() && data.size() <= kSmallDataLimit;
+  uint32_t event_size = (small ? 4 : 8) + padded;
+
+  bool first = empty();
+  // A timestamp below the previous one is clamped: deltas cannot be negative.
+  uint64_t delta = first || timestamp < last_timestamp_ ? 0 : timestamp - last_timestamp_;
+  bool extend = delta > kMaxTimeDelta;
+  if (used_ + event_size + (extend ? 8 : 0) > Room()) return false;
+
+  if (first) std::memcpy(page_.data(), &timestamp, sizeof(timestamp));
+  if (extend) {
+    // The whole delta goes into the extend; the event itself then has 0.
+    PutEventHeader(kTypeTimeExtend, static_cast<uint32_t>(delta & kMaxTimeDelta));
+    PutU32(static_cast<uint32_t>(delta >> kTimeDeltaBits));
+    delta = 0;
+  }
+  if (small) {
+    PutEventHeader(padded / 4, static_cast<uint32_t>(delta));
+  } else {
+    PutEventHeader(0, static_cast<uint32_t>(delta));
+    PutU32(padded + 4);  // the length word counts itself
+  }
+  if (!data.empty()) std::memcpy(page_.data() + kPageHeaderSize + used_, data.data(), data.size());
+  used_ += padded;
+  if (first || timestamp > last_timestamp_) last_timestamp_ = timestamp;
+  return true;
+}
+
+void PageEncoder::MarkLostBefore(uint64_t count) {
+  lost_marked_ = true;
+  lost_before_ = count;
+}
+
+std::span<const uint8_t> PageEncoder::Finish() {
+  uint64_t commit = used_;
+  if (lost_marked_) {
+    commit |= kCommitMissedEvents | kCommitMissedStored;
+    std::memcpy(page_.data() + kPageHeaderSize + used_, &lost_before_, sizeof(lost_before_));
+  }
+  std::memcpy(page_.data() + 8, &commit, sizeof(commit));
+  finished_.swap(page_);
+  page_.assign(kPageSize, 0);
+  used_ = 0;
+  lost_marked_ = false;
+  lost_before_ = 0;
+  return finished_;
+}
+
+}  // namespace udiag::record::tracedat
