@@ -1,0 +1,151 @@
+// The TraceWriter for CTF: events go to their CPU's stream file as they
+// come; the metadata, which needs every type and task, is written last.
+
+#include "record/ctf/ctf_writer.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <random>
+#include <unordered_map>
+
+#include "record/ctf/event_payload.h"
+#include "record/ctf/stream_file_writer.h"
+#include "record/ctf/tsdl_metadata.h"
+
+namespace udiag::record::ctf {
+namespace {
+
+int64_t NowNs(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+// 0 if `dir` was created or is an empty directory, else an errno.
+int MakeEmptyDirectory(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) == 0) return 0;
+  if (errno != EEXIST) return errno;
+  DIR* listing = ::opendir(dir.c_str());
+  if (listing == nullptr) return errno == ENOTDIR ? EEXIST : errno;
+  int result = 0;
+  while (const dirent* entry = ::readdir(listing)) {
+    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) result = EEXIST;
+  }
+  ::closedir(listing);
+  return result;
+}
+
+std::array<uint8_t, kUuidSize> RandomUuid() {
+  std::random_device random;
+  std::array<uint8_t, kUuidSize> uuid;
+  for (uint8_t& byte : uuid) byte = static_cast<uint8_t>(random());
+  uuid[6] = (uuid[6] & 0x0f) | 0x40;  // version 4
+  uuid[8] = (uuid[8] & 0x3f) | 0x80;  // RFC 4122 variant
+  return uuid;
+}
+
+int WriteFile(const std::string& path, std::string_view text) {
+  base::ScopedFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd) return errno;
+  while (!text.empty()) {
+    ssize_t written = ::write(fd.get(), text.data(), text.size());
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) return written < 0 ? errno : EIO;
+    text.remove_prefix(written);
+  }
+  return ::close(fd.Release()) == 0 ? 0 : errno;
+}
+
+class CtfWriter : public TraceWriter {
+ public:
+  explicit CtfWriter(std::string dir)
+      : dir_(std::move(dir)), clock_offset_ns_(NowNs(CLOCK_REALTIME) - NowNs(CLOCK_MONOTONIC)) {
+    model_.uuid = RandomUuid();
+  }
+
+  void AddEventType(const EventType& type) override {
+    if (type_index_.emplace(type.id, model_.types.size()).second) model_.types.push_back(type);
+  }
+
+  void AddTask(const Task& task) override { model_.tasks.push_back(task); }
+
+  void Write(const Record& record) override {
+    auto type = type_index_.find(record.event_id);
+    if (type == type_index_.end()) return SetError(EINVAL);
+    StreamFileWriter* stream = StreamFor(record.cpu);
+    if (stream == nullptr) return SetError(errno);
+    if (!has_records_) first_timestamp_ = record.timestamp;
+    has_records_ = true;
+    last_timestamp_ = record.timestamp;
+    event_.clear();
+    AppendValue(&event_, record.event_id);
+    AppendValue(&event_, record.timestamp);
+    AppendValue(&event_, record.pid);
+    AppendValue(&event_, record.tid);
+    event_.push_back(record.data.size() > 2 ? record.data[2] : 0);  // common_flags
+    event_.push_back(record.data.size() > 3 ? record.data[3] : 0);  // common_preempt_count
+    EncodePayload(model_.types[type->second], record.data, &event_);
+    stream->Append(record.timestamp, record.lost_before, event_);
+  }
+
+  int Finish(const TraceInfo& info) override {
+    model_.info = info;
+    for (uint32_t cpu = 0; cpu < info.cpus; ++cpu) {
+      if (StreamFor(cpu) == nullptr) SetError(errno);
+    }
+    if (info.lost_at_end > 0) {
+      if (StreamFileWriter* stream = StreamFor(0)) {
+        stream->AddTrailingLoss(last_timestamp_, info.lost_at_end);
+      } else {
+        SetError(errno);
+      }
+    }
+    for (auto& [cpu, stream] : streams_) {
+      if (int closed = stream->Close(first_timestamp_)) SetError(closed);
+    }
+    if (error_ != 0) return error_;
+    return WriteFile(dir_ + "/metadata", MetadataText(model_, clock_offset_ns_));
+  }
+
+ private:
+  void SetError(int error) {
+    if (error_ == 0) error_ = error;
+  }
+
+  // The stream file of `cpu`, created on first use; nullptr with errno set
+  // if it cannot be created.
+  StreamFileWriter* StreamFor(uint32_t cpu) {
+    auto found = streams_.find(cpu);
+    if (found != streams_.end()) return found->second.get();
+    std::string path = dir_ + "/stream_" + std::to_string(cpu);
+    base::ScopedFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd) return nullptr;
+    auto stream = std::make_unique<StreamFileWriter>(std::move(fd), cpu, model_.uuid);
+    return streams_.emplace(cpu, std::move(stream)).first->second.get();
+  }
+
+  std::string dir_;
+  int64_t clock_offset_ns_;
+  TraceModel model_;
+  std::unordered_map<uint32_t, size_t> type_index_;  // type id -> model_.types index
+  std::map<uint32_t, std::unique_ptr<StreamFileWriter>> streams_;
+  std::vector<uint8_t> event_;  // the event being encoded
+  bool has_records_ = false;
+  uint64_t first_timestamp_ = 0, last_timestamp_ = 0;
+  int error_ = 0;
+};
+
+}  // namespace
+
+base::ErrorOr<std::unique_ptr<TraceWriter>> OpenCtfWriter(const std::string& dir) {
+  if (int error = MakeEmptyDirectory(dir)) return base::Errno{error};
+  return std::unique_ptr<TraceWriter>(std::make_unique<CtfWriter>(dir));
+}
+
+}  // namespace udiag::record::ctf

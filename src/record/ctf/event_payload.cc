@@ -1,0 +1,111 @@
+// Kernel record layout <-> CTF payload, field by field.
+
+#include "record/ctf/event_payload.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+
+namespace udiag::record::ctf {
+namespace {
+
+constexpr uint32_t kLocLimit = 0xffff;  // loc words hold 16-bit offsets and lengths
+
+// `size` bytes at `offset` of the record, zero where the record is short.
+void AppendFixed(std::span<const uint8_t> record, uint32_t offset, uint32_t size,
+                 std::vector<uint8_t>* out) {
+  size_t available = offset < record.size() ? std::min<size_t>(size, record.size() - offset) : 0;
+  out->insert(out->end(), record.begin() + (available ? offset : 0),
+              record.begin() + (available ? offset + available : 0));
+  out->insert(out->end(), size - available, 0);
+}
+
+// The dynamic data a loc field refers to; empty if it lies outside the record.
+std::span<const uint8_t> LocData(const schema::Field& field, std::span<const uint8_t> record) {
+  uint32_t loc = 0;
+  if (field.size >= sizeof(loc) && field.offset + sizeof(loc) <= record.size()) {
+    std::memcpy(&loc, record.data() + field.offset, sizeof(loc));
+  }
+  uint64_t start = loc & 0xffff;
+  if (field.kind == schema::FieldKind::kRelLoc) start += field.offset + sizeof(loc);
+  uint64_t length = loc >> 16;
+  if (start + length > record.size()) return {};
+  return record.subspan(start, length);
+}
+
+// Appends `data` after the record's current end and points the loc word of
+// `field` at it.
+bool AppendLocData(const schema::Field& field, std::span<const uint8_t> data,
+                   std::vector<uint8_t>* record) {
+  uint64_t position = record->size();
+  uint64_t offset = field.kind == schema::FieldKind::kRelLoc ? position - (field.offset + 4) : position;
+  if (field.size != 4 || offset > kLocLimit || data.size() > kLocLimit) return false;
+  uint32_t loc = static_cast<uint32_t>(data.size() << 16 | offset);
+  std::memcpy(record->data() + field.offset, &loc, sizeof(loc));
+  record->insert(record->end(), data.begin(), data.end());
+  return true;
+}
+
+}  // namespace
+
+void EncodePayload(const EventType& type, std::span<const uint8_t> record, std::vector<uint8_t>* out) {
+  for (const schema::Field& field : type.fields) {
+    switch (KindOf(field)) {
+      case CtfFieldKind::kInteger:
+      case CtfFieldKind::kCharArray:
+      case CtfFieldKind::kByteArray:
+        AppendFixed(record, field.offset, field.size, out);
+        break;
+      case CtfFieldKind::kDynString: {
+        std::span<const uint8_t> data = LocData(field, record);
+        auto nul = std::find(data.begin(), data.end(), 0);
+        out->insert(out->end(), data.begin(), nul);
+        out->push_back(0);
+        break;
+      }
+      case CtfFieldKind::kDynByteArray: {
+        std::span<const uint8_t> data = LocData(field, record);
+        AppendValue(out, static_cast<uint16_t>(data.size()));
+        out->insert(out->end(), data.begin(), data.end());
+        break;
+      }
+    }
+  }
+}
+
+bool DecodePayload(const EventType& type, ByteCursor* in, std::vector<uint8_t>* record) {
+  size_t static_end = schema::kCommonHeaderSize;
+  for (const schema::Field& field : type.fields) {
+    static_end = std::max<size_t>(static_end, size_t{field.offset} + field.size);
+  }
+  record->resize(schema::kCommonHeaderSize);
+  record->resize(static_end, 0);
+  for (const schema::Field& field : type.fields) {
+    std::span<const uint8_t> bytes;
+    switch (KindOf(field)) {
+      case CtfFieldKind::kInteger:
+      case CtfFieldKind::kCharArray:
+      case CtfFieldKind::kByteArray:
+        if (!in->ReadBytes(field.size, &bytes)) return false;
+        std::copy(bytes.begin(), bytes.end(), record->begin() + field.offset);
+        break;
+      case CtfFieldKind::kDynString: {
+        std::string_view text;
+        if (!in->ReadCString(&text)) return false;
+        // The NUL the string ends with belongs to the kernel's data too.
+        bytes = {reinterpret_cast<const uint8_t*>(text.data()), text.size() + 1};
+        if (!AppendLocData(field, bytes, record)) return false;
+        break;
+      }
+      case CtfFieldKind::kDynByteArray: {
+        uint16_t length;
+        if (!in->Read(&length) || !in->ReadBytes(length, &bytes)) return false;
+        if (!AppendLocData(field, bytes, record)) return false;
+        break;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace udiag::record::ctf

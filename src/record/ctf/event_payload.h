@@ -1,0 +1,27 @@
+// Converts one record's payload between the kernel layout (fields at their
+// schema offsets, __data_loc/__rel_loc words pointing at dynamic data) and
+// the CTF event payload (fields in order, dynamic data inline).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "record/ctf/byte_cursor.h"
+#include "record/ctf/ctf_layout.h"
+
+namespace udiag::record::ctf {
+
+// Appends the CTF payload of `record` (common header + payload) to `out`.
+// Bytes the record lacks read as zero and a loc word pointing outside it as
+// empty data, so a short record still gives a well-formed event.
+void EncodePayload(const EventType& type, std::span<const uint8_t> record, std::vector<uint8_t>* out);
+
+// Reads one CTF payload of `type` from `in` and rebuilds the record after
+// its common header, which the caller fills: static fields at their offsets
+// (gaps zeroed), then the dynamic data in field order, each loc word pointing
+// at its copy (strings end at their first NUL). `record` must hold at least
+// the common header. Returns false on truncated or oversized input.
+bool DecodePayload(const EventType& type, ByteCursor* in, std::vector<uint8_t>* record);
+
+}  // namespace udiag::record::ctf

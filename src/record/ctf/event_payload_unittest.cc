@@ -1,0 +1,72 @@
+// Payload conversion on records that are not laid out the canonical way.
+
+#include "record/ctf/event_payload.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace udiag::record::ctf {
+namespace {
+
+EventType MakeType(const char* command) {
+  schema::EventDescription description;
+  EXPECT_EQ(schema::ParseCommand(command, &description), 0);
+  return EventType{7, "user_events", description.name, description.fields};
+}
+
+std::vector<uint8_t> RecordOfWords(std::initializer_list<uint32_t> words) {
+  std::vector<uint8_t> bytes(schema::kCommonHeaderSize);
+  for (uint32_t word : words) AppendValue(&bytes, word);
+  return bytes;
+}
+
+TEST(EventPayloadTest, ShortRecordsAndStrayLocWordsGiveZerosAndEmptyData) {
+  EventType type = MakeType("e u32 a;__data_loc char[] s;__rel_loc u8[] b;u32 c");
+  // s points past the end, b's length runs past it, c is missing.
+  std::vector<uint8_t> record = RecordOfWords({5, 60u | 4u << 16, 0u | 200u << 16});
+  std::vector<uint8_t> payload;
+  EncodePayload(type, record, &payload);
+  std::vector<uint8_t> want = {5, 0, 0, 0, /*s*/ 0, /*b length*/ 0, 0, /*c*/ 0, 0, 0, 0};
+  EXPECT_EQ(payload, want);
+}
+
+TEST(EventPayloadTest, StringsEndAtTheirFirstNul) {
+  EventType type = MakeType("e __data_loc char[] s");
+  std::vector<uint8_t> record = RecordOfWords({12u | 4u << 16});
+  for (char c : {'a', '\0', 'b', '\0'}) record.push_back(c);
+  std::vector<uint8_t> payload;
+  EncodePayload(type, record, &payload);
+  EXPECT_EQ(payload, (std::vector<uint8_t>{'a', 0}));
+
+  std::vector<uint8_t> rebuilt(schema::kCommonHeaderSize);
+  ByteCursor in(payload);
+  ASSERT_TRUE(DecodePayload(type, &in, &rebuilt));
+  EXPECT_EQ(rebuilt, (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 0, 0, 12, 0, 2, 0, 'a', 0}));
+}
+
+TEST(EventPayloadTest, DecodeRefusesTruncatedPayloads) {
+  EventType type = MakeType("e u64 a;__rel_loc u8[] b");
+  std::vector<uint8_t> payload = {1, 2, 3, 4, 5, 6, 7, 8, /*length*/ 3, 0, 0xaa, 0xbb, 0xcc};
+  for (size_t size = 0; size <= payload.size(); ++size) {
+    std::vector<uint8_t> record(schema::kCommonHeaderSize);
+    ByteCursor in(std::span<const uint8_t>(payload).first(size));
+    EXPECT_EQ(DecodePayload(type, &in, &record), size == payload.size()) << size;
+  }
+}
+
+TEST(EventPayloadTest, DecodeRefusesDataBeyondTheLocWordRange) {
+  EventType type = MakeType("e __data_loc u8[] b");
+  std::vector<uint8_t> payload = {0xff, 0xff};
+  payload.resize(2 + 0xffff, 0);
+  std::vector<uint8_t> record(schema::kCommonHeaderSize);
+  ByteCursor in(payload);
+  EXPECT_TRUE(DecodePayload(type, &in, &record));  // offset 12, length 0xffff: fits
+  type.fields[0].offset = 0x10000 - 4;             // the data would start at 0x10000
+  type.fields[0].kind = schema::FieldKind::kDataLoc;
+  ByteCursor again(payload);
+  EXPECT_FALSE(DecodePayload(type, &again, &record));
+}
+
+}  // namespace
+}  // namespace udiag::record::ctf
