@@ -1,5 +1,6 @@
-// §13.4: the generic field printer the trace file uses for user events. The
-// record comes from an untrusted producer, so every read is bounds-checked.
+// §13.4: the generic field printer the trace file uses for user events, and
+// the decoded form of EventHeader events (eventheader.h). The record comes from
+// an untrusted producer, so every read is bounds-checked.
 
 #include "schema/event_description.h"
 
@@ -7,6 +8,9 @@
 
 #include <cstring>
 #include <iterator>
+
+#include "schema/eventheader.h"
+#include "schema/field_values.h"
 
 namespace udiag::schema {
 namespace {
@@ -25,14 +29,6 @@ T Load(std::span<const uint8_t> bytes) {
 std::string_view CString(std::span<const uint8_t> bytes) {
   std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   return text.substr(0, text.find('\0'));
-}
-
-std::string HexBytes(std::span<const uint8_t> bytes) {
-  std::string text;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    fmt::format_to(std::back_inserter(text), "{}{:02x}", i == 0 ? "" : ",", bytes[i]);
-  }
-  return text;
 }
 
 std::string IntegerValue(std::span<const uint8_t> bytes) {
@@ -55,16 +51,11 @@ std::string IntegerValue(std::span<const uint8_t> bytes) {
 
 // The bytes a __data_loc / __rel_loc word refers to: a string for char types,
 // hex bytes otherwise.
-std::string LocValue(const Field& field, std::span<const uint8_t> loc_word,
-                     std::span<const uint8_t> record) {
-  if (loc_word.size() != sizeof(uint32_t)) return std::string(kInvalidSize);
-  uint32_t loc = Load<uint32_t>(loc_word);
-  uint64_t start = loc & 0xffffu;
-  if (field.kind == FieldKind::kRelLoc) start += field.offset + sizeof(uint32_t);
-  uint64_t length = loc >> 16;
-  if (start + length > record.size()) return std::string(kOverflow);
-  std::span<const uint8_t> data = record.subspan(start, length);
-  return field.is_string ? std::string(CString(data)) : HexBytes(data);
+std::string LocValue(const Field& field, std::span<const uint8_t> record) {
+  if (field.size != sizeof(uint32_t)) return std::string(kInvalidSize);
+  auto data = LocData(field, record);
+  if (!data) return std::string(kOverflow);
+  return field.is_string ? std::string(CString(*data)) : HexBytesText(*data);
 }
 
 std::string FieldValue(const Field& field, std::span<const uint8_t> record) {
@@ -75,7 +66,7 @@ std::string FieldValue(const Field& field, std::span<const uint8_t> record) {
       return std::string(CString(bytes));
     case FieldKind::kDataLoc:
     case FieldKind::kRelLoc:
-      return LocValue(field, bytes, record);
+      return LocValue(field, record);
     case FieldKind::kInteger:
     case FieldKind::kStruct:
       break;
@@ -97,6 +88,11 @@ std::string RenderFields(const std::vector<Field>& fields, std::span<const uint8
 
 std::string RenderTraceBody(std::string_view tp_name, const std::vector<Field>& fields,
                             std::span<const uint8_t> record) {
+  // EventHeader events describe themselves; their six registered fields are
+  // only the header, so print the decoded event instead (eventheader.h).
+  if (IsEventHeaderEvent(tp_name, fields)) {
+    return fmt::format("{}: {}", tp_name, RenderEventHeaderText(DecodeEventHeaderRecord(record)));
+  }
   return fmt::format("{}:{}{}", tp_name, fields.empty() ? "" : " ", RenderFields(fields, record));
 }
 
