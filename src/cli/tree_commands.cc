@@ -49,6 +49,20 @@ int List(const std::string& dir, const std::string& path) {
   return WriteToStdout(out) ? 0 : Fail("stdout", errno);
 }
 
+int MakeDirectory(const std::string& dir, const std::string& path) {
+  auto client = ConnectOrExplain(dir);
+  if (!client.ok()) return kExitFailure;
+  if (int err = client->Mkdir(path)) return Fail(path, err);
+  return 0;
+}
+
+int RemoveDirectory(const std::string& dir, const std::string& path) {
+  auto client = ConnectOrExplain(dir);
+  if (!client.ok()) return kExitFailure;
+  if (int err = client->Rmdir(path)) return Fail(path, err);
+  return 0;
+}
+
 int SetEnabled(const std::string& dir, const std::vector<std::string>& patterns, bool enable) {
   auto client = ConnectOrExplain(dir);
   if (!client.ok()) return kExitFailure;

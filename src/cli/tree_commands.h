@@ -18,6 +18,11 @@ int Write(const std::string& dir, const std::string& path, const std::vector<std
 // Lists a directory, one entry a line, directories with a trailing '/'.
 int List(const std::string& dir, const std::string& path);
 
+// `mkdir PATH` / `rmdir PATH` in the tree: only instances/<name> can be
+// made or removed (EPERM elsewhere; EEXIST, EINVAL, ENOENT, EBUSY as tracefs).
+int MakeDirectory(const std::string& dir, const std::string& path);
+int RemoveDirectory(const std::string& dir, const std::string& path);
+
 // Writes 1 (or 0) to the enable file of every event the patterns select
 // (see consumer::MatchEvents). ENOENT, and nothing written, when a pattern
 // selects no event.

@@ -67,8 +67,31 @@ ErrorOr<std::vector<std::pair<std::string, bool>>> ConsumerClient::List(const st
   return std::move(reply.entries);
 }
 
-int ConsumerClient::AutoEnable(const std::string& glob) {
-  return Call(ipc::MsgType::kAutoEnable, Encode(ipc::PathRequest{glob}));
+int ConsumerClient::AutoEnable(const std::string& glob, const std::string& instance) {
+  return Call(ipc::MsgType::kAutoEnable, Encode(ipc::AutoEnableRequest{glob, instance}));
+}
+
+int ConsumerClient::Mkdir(const std::string& path, bool owned) {
+  return Call(ipc::MsgType::kTreeMkdir, Encode(ipc::MkdirRequest{path, owned}));
+}
+
+int ConsumerClient::Rmdir(const std::string& path) {
+  return Call(ipc::MsgType::kTreeRmdir, Encode(ipc::PathRequest{path}));
+}
+
+ErrorOr<base::ScopedFd> ConsumerClient::OpenRecordStream(const std::string& instance) {
+  uint32_t seq;
+  if (int err = SendRequest(ipc::MsgType::kRecordStream, Encode(ipc::PathRequest{instance}), &seq)) {
+    return Errno{err};
+  }
+  ipc::MessageHeader header;
+  std::string body;
+  std::vector<base::ScopedFd> fds;
+  if (int err = ReceiveFor(seq, -1, &header, &body, &fds)) return Errno{err};
+  if (header.type != ipc::MsgType::kReply) return Errno{EPROTO};
+  if (header.error != 0) return Errno{header.error > 0 ? header.error : EPROTO};
+  if (fds.size() != 1) return Errno{EPROTO};
+  return std::move(fds[0]);
 }
 
 int ConsumerClient::StreamPipe(const std::string& path, const ChunkCallback& on_chunk,
@@ -108,9 +131,10 @@ int ConsumerClient::SendRequest(ipc::MsgType type, const ipc::Encoder& body, uin
   return base::SendMessage(fd_.get(), message.bytes());
 }
 
-int ConsumerClient::ReceiveFor(uint32_t seq, int timeout_ms, ipc::MessageHeader* header, std::string* body) {
+int ConsumerClient::ReceiveFor(uint32_t seq, int timeout_ms, ipc::MessageHeader* header, std::string* body,
+                               std::vector<base::ScopedFd>* fds_out) {
   std::vector<uint8_t> bytes;
-  std::vector<base::ScopedFd> fds;  // consumers are sent none; any that come are closed
+  std::vector<base::ScopedFd> fds;
   for (;;) {
     if (timeout_ms >= 0) {
       pollfd p{fd_.get(), POLLIN, 0};
@@ -123,6 +147,7 @@ int ConsumerClient::ReceiveFor(uint32_t seq, int timeout_ms, ipc::MessageHeader*
     ipc::Decoder rest({});
     if (!ipc::SplitMessage(bytes, header, &rest)) return EPROTO;
     if (header->seq != seq) continue;
+    if (fds_out) *fds_out = std::move(fds);
     std::span<const uint8_t> payload = rest.Rest();
     body->assign(reinterpret_cast<const char*>(payload.data()), payload.size());
     return 0;

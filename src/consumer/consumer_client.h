@@ -56,7 +56,21 @@ class ConsumerClient {
   // Enables the events matching `glob` now and whenever one is created, until
   // this connection closes (then they are disabled again). A bare glob matches
   // tracepoint names ("count_*"), one with a colon matches "system:name".
-  int AutoEnable(const std::string& glob);
+  // `instance` names instances/<instance> ("" = top): the events are enabled there.
+  int AutoEnable(const std::string& glob, const std::string& instance = "");
+
+  // mkdir/rmdir of instances/<name> (`path` is "instances/<name>"): EEXIST,
+  // EINVAL (bad name), ENOENT, EBUSY (a trace_pipe or record stream is open
+  // on it), EPERM (not under instances/). An `owned` instance is removed with
+  // its enables when this connection closes, however the client ends.
+  int Mkdir(const std::string& path, bool owned = false);
+  int Rmdir(const std::string& path);
+
+  // Starts the binary record stream of instances/<instance> ("" = top) on
+  // this connection (one per connection) and returns the stream's socket
+  // (see ipc/record_stream_format.h; consumer::RecordStream reads it). The
+  // stream lasts while both the socket and this connection are open.
+  base::ErrorOr<base::ScopedFd> OpenRecordStream(const std::string& instance);
 
  private:
   explicit ConsumerClient(base::ScopedFd fd) : fd_(std::move(fd)) {}
@@ -66,7 +80,9 @@ class ConsumerClient {
   // Receives the next message for `seq`, skipping any that belong to earlier
   // requests (say, a pipe that was abandoned). `timeout_ms` < 0 blocks;
   // ETIMEDOUT when nothing came in time.
-  int ReceiveFor(uint32_t seq, int timeout_ms, ipc::MessageHeader* header, std::string* body);
+  // Descriptors that come with it go to `fds` if given, else are closed.
+  int ReceiveFor(uint32_t seq, int timeout_ms, ipc::MessageHeader* header, std::string* body,
+                 std::vector<base::ScopedFd>* fds = nullptr);
   // Collects the data chunks of `seq` up to its reply; returns the reply's error.
   int CollectReply(uint32_t seq, std::string* data);
   // A plain request whose answer is a reply, possibly preceded by data chunks.

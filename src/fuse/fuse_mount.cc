@@ -36,7 +36,8 @@ using namespace std::chrono_literals;
 // Files a consumer may write (mode 0644); every other file is read-only.
 const std::set<std::string_view> kWritable = {"enable",         "dynamic_events",  "set_event",
                                               "trace",          "tracing_on",      "buffer_size_kb",
-                                              "user_events_max", "trace_clock"};
+                                              "user_events_max", "trace_clock",    "overwrite",
+                                              "snapshot"};
 
 std::string_view BaseName(std::string_view path) { return path.substr(path.find_last_of('/') + 1); }
 
@@ -370,6 +371,19 @@ int OpTruncate(const char* path, off_t, fuse_file_info*) {
 
 int OpCreate(const char*, mode_t, fuse_file_info*) { return -EACCES; }
 
+// instances/<name>: made and removed by the daemon, with tracefs's errnos.
+int OpMkdir(const char* path, mode_t) {
+  Server* s = GetServer();
+  int err = s->WithClient([&](ConsumerClient& c) { return c.Mkdir(TreePath(path)); });
+  return err ? s->Errno(err) : 0;
+}
+
+int OpRmdir(const char* path) {
+  Server* s = GetServer();
+  int err = s->WithClient([&](ConsumerClient& c) { return c.Rmdir(TreePath(path)); });
+  return err ? s->Errno(err) : 0;
+}
+
 fuse_operations MakeOperations() {
   fuse_operations ops{};
   ops.init = OpInit;
@@ -383,6 +397,8 @@ fuse_operations MakeOperations() {
   ops.poll = OpPoll;
   ops.truncate = OpTruncate;
   ops.create = OpCreate;
+  ops.mkdir = OpMkdir;
+  ops.rmdir = OpRmdir;
   return ops;
 }
 

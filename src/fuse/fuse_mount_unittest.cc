@@ -180,6 +180,43 @@ TEST_F(FuseMountTest, TracePipeReadIsInterruptible) {
   EXPECT_EQ(Run("cat tracing_on").out, "1\n");
 }
 
+TEST_F(FuseMountTest, InstancesAreMadeAndRemovedWithMkdirAndRmdir) {
+  ASSERT_EQ(Run("echo 'u:e u32 seq' >> dynamic_events").status, 0);
+  Shell s = Run("mkdir instances/x");
+  ASSERT_EQ(s.status, 0) << s.err;
+  EXPECT_EQ(Run("ls instances").out, "x\n");
+  s = Run("mkdir instances/x");
+  EXPECT_NE(s.err.find("File exists"), std::string::npos) << s.err;
+  s = Run("mkdir events/nope");
+  EXPECT_NE(s.status, 0);
+  EXPECT_EQ(Run("ls instances/x/options").out, "overwrite\n");
+  EXPECT_EQ(Run("cat instances/x/options/overwrite").out, "0\n");
+
+  s = Run("echo 1 > instances/x/events/user_events/e/enable");
+  ASSERT_EQ(s.status, 0) << s.err;
+  EXPECT_EQ(Run("cat instances/x/events/user_events/e/enable").out, "1\n");
+  EXPECT_EQ(Run("cat events/user_events/e/enable").out, "0\n");  // the top instance is apart
+  EXPECT_EQ(Run("cat user_events_status").out, "e # Used by ftrace\n\nActive: 1\nBusy: 1\n");
+
+  std::string producer = "UDIAG_DIR='" + daemon_->dir() + "' '" + BinDir() + "/hammer_producer' e 3";
+  s = Run(producer + " >/dev/null");
+  ASSERT_EQ(s.status, 0) << s.err;
+  s = Run("for i in $(seq 50); do grep -c 'e: seq=' instances/x/trace | grep -qx 3 && exit 0; sleep 0.1; done; "
+          "cat instances/x/trace; exit 1");
+  EXPECT_EQ(s.status, 0) << s.out;
+  EXPECT_EQ(Run("grep -c 'e: seq=' trace").out, "0\n");
+
+  s = Run("echo 1 > instances/x/snapshot && grep -c 'e: seq=' instances/x/snapshot");
+  EXPECT_EQ(s.out, "3\n") << s.err;
+
+  s = Run("rmdir instances/x");
+  EXPECT_EQ(s.status, 0) << s.err;
+  EXPECT_EQ(Run("ls instances").out, "");
+  EXPECT_EQ(Run("cat user_events_status").out, "e\n\nActive: 1\nBusy: 0\n");
+  s = Run("rmdir instances/x");
+  EXPECT_NE(s.err.find("No such file"), std::string::npos) << s.err;
+}
+
 TEST_F(FuseMountTest, DaemonDeathUnmounts) {
   pid_t pid = daemon_->pid();
   ASSERT_EQ(kill(pid, SIGKILL), 0);

@@ -139,6 +139,20 @@ bool PathRequest::Decode(Decoder& d) {
   return d.ok();
 }
 
+void AutoEnableRequest::Encode(Encoder& e) const { e.PutBytes(glob).PutBytes(instance); }
+bool AutoEnableRequest::Decode(Decoder& d) {
+  glob = d.GetBytes();
+  instance = d.Rest().empty() ? std::string() : d.GetBytes();
+  return d.ok();
+}
+
+void MkdirRequest::Encode(Encoder& e) const { e.PutBytes(path).Put<uint8_t>(owned); }
+bool MkdirRequest::Decode(Decoder& d) {
+  path = d.GetBytes();
+  owned = d.Get<uint8_t>() != 0;
+  return d.ok();
+}
+
 void TreeWriteRequest::Encode(Encoder& e) const {
   e.PutBytes(path).Put<uint8_t>(append).PutBytes(text);
 }

@@ -38,6 +38,9 @@ enum class MsgType : uint32_t {
   kTreeList,
   kTreePipe,           // kData chunks until the client hangs up
   kAutoEnable,         // enable matching events, now and when created, while connected
+  kTreeMkdir,          // make instances/<name>, optionally owned by this connection
+  kTreeRmdir,
+  kRecordStream,       // reply carries a SOCK_STREAM fd: see record_stream_format.h
   // Daemon -> client.
   kReply = 100,
   kData,
@@ -158,11 +161,30 @@ struct Ack {
   bool Decode(Decoder& d);
 };
 
-struct PathRequest {  // kTreeRead, kTreeList, kTreePipe, kAutoEnable (path = glob)
+struct PathRequest {  // kTreeRead, kTreeList, kTreePipe, kTreeRmdir, kRecordStream
   std::string path;
   void Encode(Encoder& e) const;
   bool Decode(Decoder& d);
 };
+
+// kAutoEnable. `instance` names instances/<instance> ("" = top); an older
+// client's request ends after the glob.
+struct AutoEnableRequest {
+  std::string glob;
+  std::string instance;
+  void Encode(Encoder& e) const;
+  bool Decode(Decoder& d);
+};
+
+struct MkdirRequest {
+  std::string path;
+  bool owned = false;  // removed when this connection closes (a record session)
+  void Encode(Encoder& e) const;
+  bool Decode(Decoder& d);
+};
+
+// kTreeRmdir takes a PathRequest; kRecordStream a PathRequest naming the
+// instance ("" = top).
 
 struct TreeWriteRequest {
   std::string path;

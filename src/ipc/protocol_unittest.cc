@@ -69,3 +69,22 @@ TEST(ProtocolTest, HugeCountsAreRejected) {
 
 }  // namespace
 }  // namespace udiag::ipc
+
+namespace udiag::ipc {
+namespace {
+
+TEST(ProtocolTest, AutoEnableNamesAnInstanceOrTheTop) {
+  AutoEnableRequest out = RoundTrip(AutoEnableRequest{"count_*", "rec"}, MsgType::kAutoEnable);
+  EXPECT_EQ(out.glob, "count_*");
+  EXPECT_EQ(out.instance, "rec");
+  // An older client sends only the glob: the top instance.
+  Encoder old;
+  PathRequest{"count_*"}.Encode(old);
+  Decoder d(old.bytes());
+  ASSERT_TRUE(out.Decode(d));
+  EXPECT_EQ(out.glob, "count_*");
+  EXPECT_EQ(out.instance, "");
+}
+
+}  // namespace
+}  // namespace udiag::ipc

@@ -1,31 +1,98 @@
 #include "service/instance.h"
 
+#include <algorithm>
+#include <cerrno>
+
 namespace udiag::service {
+namespace {
+
+// One path component that set_event lines and shells can name: no
+// slashes, blanks or control characters.
+bool ValidName(std::string_view name) {
+  if (name.empty() || name.size() > 255 || name == "." || name == "..") return false;
+  return std::none_of(name.begin(), name.end(), [](char c) { return c == '/' || static_cast<unsigned char>(c) <= ' '; });
+}
+
+}  // namespace
 
 InstanceSet::InstanceSet(EventRegistry* registry) : registry_(registry) {}
 
-Instance* InstanceSet::Find(std::string_view name) { return name.empty() ? &top_ : nullptr; }
+InstanceSet::~InstanceSet() = default;
 
-bool InstanceSet::AnyEnables(uint32_t id) const { return top_.IsEnabled(id); }
+Instance* InstanceSet::Find(std::string_view name) {
+  if (name.empty()) return &top_;
+  auto it = named_.find(name);
+  return it == named_.end() ? nullptr : it->second.get();
+}
+
+int InstanceSet::Create(std::string_view name, uint64_t owner) {
+  if (!ValidName(name)) return EINVAL;
+  if (named_.contains(name)) return EEXIST;
+  if (named_.size() >= kMaxInstances) return ENOSPC;
+  auto instance = std::make_unique<Instance>(std::string(name));
+  instance->owner_ = owner;
+  named_.emplace(std::string(name), std::move(instance));
+  return 0;
+}
+
+int InstanceSet::Remove(std::string_view name) {
+  auto it = named_.find(name);
+  if (it == named_.end()) return ENOENT;
+  Instance& instance = *it->second;
+  if (instance.readers() > 0 || instance.record_streams() > 0) return EBUSY;
+  std::set<uint32_t> enabled = instance.enabled_;
+  for (uint32_t id : enabled) SetEnabled(instance, registry_->FindById(id), false);
+  named_.erase(it);
+  return 0;
+}
+
+std::vector<Instance*>* InstanceSet::EnablersOf(uint32_t id) {
+  size_t slot = id - EventRegistry::kFirstId;
+  if (id < EventRegistry::kFirstId) return nullptr;
+  if (slot >= enablers_.size()) enablers_.resize(slot + 1);
+  return &enablers_[slot];
+}
+
+bool InstanceSet::AnyEnables(uint32_t id) const {
+  size_t slot = id - EventRegistry::kFirstId;
+  return id >= EventRegistry::kFirstId && slot < enablers_.size() && !enablers_[slot].empty();
+}
+
+bool InstanceSet::RecordedBy(uint32_t id) const {
+  size_t slot = id - EventRegistry::kFirstId;
+  if (id < EventRegistry::kFirstId || slot >= enablers_.size()) return false;
+  return std::any_of(enablers_[slot].begin(), enablers_[slot].end(), [](const Instance* i) { return i->records(); });
+}
 
 void InstanceSet::SetEnabled(Instance& instance, Event* event, bool on) {
   if (instance.IsEnabled(event->id) == on) return;
+  std::vector<Instance*>* enablers = EnablersOf(event->id);
   if (on) {
     instance.enabled_.insert(event->id);
+    enablers->push_back(&instance);
     registry_->Get(event);
   } else {
     instance.enabled_.erase(event->id);
+    std::erase(*enablers, &instance);
   }
   registry_->SetStatusBits(event, kStatusFtrace, AnyEnables(event->id));
   if (!on) registry_->Put(event);
 }
 
 void InstanceSet::Deliver(const Event& event, const EntryMeta& meta, std::span<const uint8_t> record) {
-  if (top_.tracing_on() && top_.IsEnabled(event.id)) top_.buffer().Append(meta, record);
+  size_t slot = event.id - EventRegistry::kFirstId;
+  if (slot >= enablers_.size()) return;
+  for (Instance* instance : enablers_[slot]) {
+    if (instance->tracing_on()) instance->buffer().Append(meta, record);
+  }
 }
 
 void InstanceSet::NoteLost(uint64_t count) {
   if (top_.tracing_on()) top_.buffer().NoteLost(count);
+  // A named instance tracing nothing has nothing to lose.
+  for (auto& [_, instance] : named_) {
+    if (instance->tracing_on() && !instance->enabled_.empty()) instance->buffer().NoteLost(count);
+  }
 }
 
 }  // namespace udiag::service

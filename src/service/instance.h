@@ -1,7 +1,8 @@
-// Trace instances: the top-level one and (later) instances/<name>/. Each has
-// its own buffer, tracing_on switch and set of enabled events; an event's
-// ftrace status bit is set while any instance enables it, and each enabling
-// instance holds a reference on the event, as a kernel tracer probe does.
+// Trace instances: the top-level one and instances/<name>/ made by mkdir.
+// Each has its own buffer, tracing_on switch, overwrite mode, snapshot and set
+// of enabled events; an event's ftrace status bit is set while any instance
+// enables it, and each enabling instance holds a reference on the event, as a
+// kernel tracer probe does.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,8 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "service/event_registry.h"
 #include "service/trace_buffer.h"
@@ -17,6 +20,8 @@
 namespace udiag::service {
 
 inline constexpr size_t kDefaultBufferKb = 4096;
+// Bounds what one consumer can make the daemon hold (each buffer fills only when used).
+inline constexpr size_t kMaxInstances = 1024;
 
 class Instance {
  public:
@@ -30,34 +35,77 @@ class Instance {
   bool IsEnabled(uint32_t id) const { return enabled_.contains(id); }
   const std::set<uint32_t>& enabled() const { return enabled_; }
 
+  // `snapshot`: a frozen copy of the buffer, or null when freed.
+  const TraceBuffer* snapshot() const { return snapshot_.get(); }
+  void TakeSnapshot() { snapshot_ = buffer_.Copy(); }
+  void FreeSnapshot() { snapshot_.reset(); }
+  // `echo 2 > snapshot`: empties an allocated snapshot, keeps a freed one freed.
+  void ClearSnapshot() {
+    if (snapshot_) snapshot_->Clear();
+  }
+
+  // The connection whose closing removes this instance (a record session), or 0.
+  uint64_t owner() const { return owner_; }
+  // Open trace_pipe readers and record streams: rmdir is EBUSY while any is.
+  int readers() const { return readers_; }
+  void AddReader() { ++readers_; }
+  void RemoveReader() { --readers_; }
+  int record_streams() const { return record_streams_; }
+  void AddRecordStream() { ++record_streams_; }
+  void RemoveRecordStream() { --record_streams_; }
+  // A record session: owned by a connection or read by a record stream.
+  bool records() const { return owner_ != 0 || record_streams_ > 0; }
+
  private:
   friend class InstanceSet;
   std::string name_;
   TraceBuffer buffer_;
   bool tracing_on_ = true;
   std::set<uint32_t> enabled_;
+  std::unique_ptr<TraceBuffer> snapshot_;
+  uint64_t owner_ = 0;
+  int readers_ = 0;
+  int record_streams_ = 0;
 };
 
 class InstanceSet {
  public:
   explicit InstanceSet(EventRegistry* registry);
+  ~InstanceSet();
 
   Instance& top() { return top_; }
   // "" is the top instance.
   Instance* Find(std::string_view name);
+  // Named instances, by name.
+  const std::map<std::string, std::unique_ptr<Instance>, std::less<>>& named() const { return named_; }
+
+  // mkdir instances/<name>: EEXIST, EINVAL for a name that is not one path
+  // component, ENOSPC beyond kMaxInstances. `owner` is the connection it
+  // dies with (0: none).
+  int Create(std::string_view name, uint64_t owner);
+  // rmdir instances/<name>: ENOENT, or EBUSY while it has readers (the
+  // caller detaches them first when removal is forced). Releases its enables.
+  int Remove(std::string_view name);
 
   // Enables or disables `event` in `instance`, keeping references and the
   // event's ftrace status bit right. Idempotent.
   void SetEnabled(Instance& instance, Event* event, bool on);
+  // Whether any record session enables the event (user_events_status "record").
+  bool RecordedBy(uint32_t id) const;
   // Copies a record into every instance that enables its event and is on.
   void Deliver(const Event& event, const EntryMeta& meta, std::span<const uint8_t> record);
-  // Producer-ring losses: reported by every instance that traces the producer's events.
+  // Producer-ring losses: reported by the top instance and every named one
+  // that is on and enables some event.
   void NoteLost(uint64_t count);
 
  private:
   bool AnyEnables(uint32_t id) const;
+  std::vector<Instance*>* EnablersOf(uint32_t id);
   EventRegistry* registry_;
   Instance top_{""};
+  std::map<std::string, std::unique_ptr<Instance>, std::less<>> named_;
+  // Event id - kFirstId -> the instances enabling it, for the delivery loop.
+  std::vector<std::vector<Instance*>> enablers_;
 };
 
 }  // namespace udiag::service

@@ -49,7 +49,7 @@ constexpr size_t kRoundBytes = 4 << 20;
 constexpr int kMaxRounds = 64;
 
 // Dispatch tags for epoll: the low bits say which kind of fd it is.
-enum Tag : uint64_t { kListener = 1, kWake, kSignals, kConnection, kDataFile };
+enum Tag : uint64_t { kListener = 1, kWake, kSignals, kConnection, kDataFile, kRecordStream };
 uint64_t Pack(Tag tag, uint64_t value) { return value << 8 | tag; }
 
 int AddToEpoll(int epoll, int fd, uint32_t events, uint64_t data) {
@@ -192,12 +192,23 @@ int Server::Run() {
         case kDataFile:
           HandleDataFileHangup(static_cast<int>(value));
           break;
+        case kRecordStream: {
+          auto it = connections_.find(value);
+          if (it == connections_.end() || !it->second->record_stream) break;
+          if (events[i].events & (EPOLLHUP | EPOLLERR)) {
+            CloseConnection(value);  // the recorder went away
+          } else {
+            WatchStreamWritable(*it->second, false);  // PumpRecordStreams refills it below
+          }
+          break;
+        }
       }
     }
     tsc_clock_.Sample();
     size_t drained = DrainRings();
     registry_->CollectGarbage();
     PumpPipes();
+    PumpRecordStreams();
     ResolveDeferred(false);
 
     uint64_t now = base::MonotonicNs();
@@ -308,6 +319,9 @@ void Server::HandleMessage(Connection& conn, const std::vector<uint8_t>& bytes,
       break;
     }
     case MsgType::kAutoEnable: err = OnAutoEnable(conn, body); break;
+    case MsgType::kTreeMkdir: err = OnTreeMkdir(conn, body); break;
+    case MsgType::kTreeRmdir: err = OnTreeRmdir(conn, body); break;
+    case MsgType::kRecordStream: err = OnRecordStream(conn, body, header.seq); replied = err == 0; break;
     default: err = EOPNOTSUPP; break;
   }
   current_request_ = nullptr;
@@ -527,18 +541,64 @@ int Server::OnTreePipe(Connection& conn, ipc::Decoder& body, uint32_t seq) {
   if (!req.Decode(body)) return EPROTO;
   auto instance = tree_->PipeInstance(req.path, conn.caller);
   if (!instance.ok()) return instance.error();
+  if (conn.pipe_instance) conn.pipe_instance->RemoveReader();
   conn.pipe_instance = *instance;
+  conn.pipe_instance->AddReader();
   conn.pipe_seq = seq;
   PumpPipes();
   return 0;
 }
 
 int Server::OnAutoEnable(Connection& conn, ipc::Decoder& body) {
+  ipc::AutoEnableRequest req;
+  if (!req.Decode(body)) return EPROTO;
+  if (!conn.caller.consumer) return EACCES;
+  if (!instances_->Find(req.instance)) return ENOENT;
+  conn.auto_rules.push_back({req.glob, req.instance});
+  for (Event* e : registry_->Events()) ApplyAutoEnable(conn, *e);
+  return 0;
+}
+
+int Server::OnTreeMkdir(Connection& conn, ipc::Decoder& body) {
+  ipc::MkdirRequest req;
+  if (!req.Decode(body)) return EPROTO;
+  return tree_->Mkdir(req.path, req.owned ? conn.id : 0, conn.caller);
+}
+
+int Server::OnTreeRmdir(Connection& conn, ipc::Decoder& body) {
+  ipc::PathRequest req;
+  if (!req.Decode(body)) return EPROTO;
+  auto name = tree_->Rmdir(req.path, conn.caller);
+  if (!name.ok()) return name.error();
+  ForgetAutoEnables(*name);
+  return 0;
+}
+
+int Server::OnRecordStream(Connection& conn, ipc::Decoder& body, uint32_t seq) {
   ipc::PathRequest req;
   if (!req.Decode(body)) return EPROTO;
   if (!conn.caller.consumer) return EACCES;
-  conn.auto_enable_globs.push_back(req.path);
-  for (Event* e : registry_->Events()) ApplyAutoEnable(conn, *e);
+  if (conn.record_stream) return EBUSY;  // one stream per connection
+  if (!conn.outbox.empty()) return EAGAIN;  // the reply (with its fd) must not overtake queued messages
+  Instance* instance = instances_->Find(req.path);
+  if (!instance) return ENOENT;
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) < 0) return errno;
+  ScopedFd ours(pair[0]), theirs(pair[1]);
+  shutdown(ours.get(), SHUT_RD);  // the stream flows one way
+  // A deep socket queue rides out a recorder's pauses (capped by wmem_max).
+  int bytes = 4 << 20;
+  setsockopt(ours.get(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+  if (int err = AddToEpoll(epoll_.get(), ours.get(), 0, Pack(kRecordStream, conn.id))) return err;
+  ipc::Encoder reply = ipc::StartMessage(ipc::MsgType::kReply, seq);
+  int fd = theirs.get();
+  if (int err = base::SendMessage(conn.fd.get(), reply.bytes(), std::span<const int>(&fd, 1))) {
+    epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, ours.get(), nullptr);
+    return err;
+  }
+  conn.record_stream = std::make_unique<RecordStreamSender>(std::move(ours), instance, registry_.get(),
+                                                            [this](uint32_t tid) { return TaskComm(tid); });
+  instance->AddRecordStream();
   return 0;
 }
 
@@ -546,31 +606,77 @@ void Server::OnEventCreated(Event& event) {
   for (auto& [_, conn] : connections_) ApplyAutoEnable(*conn, event);
 }
 
-// Holds `event` enabled for `conn` if one of its globs matches. The event is
-// enabled by the first hold and disabled when the last goes (ReleaseAutoEnables),
-// unless it was already enabled by someone else.
+// Holds `event` enabled in an instance for `conn` if one of its globs for that
+// instance matches. The event is enabled by the first hold and disabled when
+// the last goes (ReleaseAutoEnables), unless someone else had enabled it.
 void Server::ApplyAutoEnable(Connection& conn, Event& event) {
-  if (conn.auto_enabled.contains(event.id)) return;
   std::string full = fmt::format("{}:{}", event.system(), event.tp_name);
-  for (const std::string& glob : conn.auto_enable_globs) {
-    bool has_system = glob.find(':') != std::string::npos;
-    if (fnmatch(glob.c_str(), has_system ? full.c_str() : event.tp_name.c_str(), 0) != 0) continue;
-    conn.auto_enabled.insert(event.id);
-    if (auto_holds_[event.id]++ == 0 && !instances_->top().IsEnabled(event.id)) {
-      auto_turned_on_.insert(event.id);
-      instances_->SetEnabled(instances_->top(), &event, true);
+  for (const AutoRule& rule : conn.auto_rules) {
+    AutoKey key{rule.instance, event.id};
+    if (conn.auto_enabled.contains(key)) continue;
+    bool has_system = rule.glob.find(':') != std::string::npos;
+    if (fnmatch(rule.glob.c_str(), has_system ? full.c_str() : event.tp_name.c_str(), 0) != 0) continue;
+    Instance* instance = instances_->Find(rule.instance);
+    if (!instance) continue;
+    conn.auto_enabled.insert(key);
+    if (auto_holds_[key]++ == 0 && !instance->IsEnabled(event.id)) {
+      auto_turned_on_.insert(key);
+      instances_->SetEnabled(*instance, &event, true);
     }
-    return;
   }
 }
 
 void Server::ReleaseAutoEnables(Connection& conn) {
-  for (uint32_t id : conn.auto_enabled) {
-    if (--auto_holds_[id] > 0) continue;
-    auto_holds_.erase(id);
-    Event* e = registry_->FindById(id);
-    if (e && auto_turned_on_.erase(id)) instances_->SetEnabled(instances_->top(), e, false);
+  for (const AutoKey& key : conn.auto_enabled) {
+    if (--auto_holds_[key] > 0) continue;
+    auto_holds_.erase(key);
+    Event* e = registry_->FindById(key.second);
+    Instance* instance = instances_->Find(key.first);
+    if (auto_turned_on_.erase(key) && e && instance) instances_->SetEnabled(*instance, e, false);
   }
+  conn.auto_enabled.clear();
+}
+
+void Server::ForgetAutoEnables(const std::string& name) {
+  auto of_instance = [&](const AutoKey& key) { return key.first == name; };
+  std::erase_if(auto_holds_, [&](const auto& entry) { return of_instance(entry.first); });
+  std::erase_if(auto_turned_on_, of_instance);
+  for (auto& [_, conn] : connections_) {
+    std::erase_if(conn->auto_enabled, of_instance);
+    std::erase_if(conn->auto_rules, [&](const AutoRule& rule) { return rule.instance == name; });
+  }
+}
+
+void Server::RemoveOwnedInstances(const Connection& conn) {
+  std::vector<std::string> owned;
+  for (const auto& [name, instance] : instances_->named()) {
+    if (instance->owner() == conn.id) owned.push_back(name);
+  }
+  for (const std::string& name : owned) {
+    DetachReaders(instances_->Find(name));
+    instances_->Remove(name);
+    ForgetAutoEnables(name);
+  }
+}
+
+// Ends other clients' trace_pipe streams (with ENODEV, as a removed file's
+// reader gets) and record streams (their socket closes) of `instance`.
+void Server::DetachReaders(Instance* instance) {
+  for (auto& [_, conn] : connections_) {
+    if (conn->pipe_instance == instance) {
+      instance->RemoveReader();
+      conn->pipe_instance = nullptr;
+      SendReply(*conn, conn->pipe_seq, ENODEV);
+    }
+    if (conn->record_stream && conn->record_stream->instance() == instance) EndRecordStream(*conn);
+  }
+}
+
+void Server::EndRecordStream(Connection& conn) {
+  conn.record_stream->instance()->RemoveRecordStream();
+  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, conn.record_stream->fd(), nullptr);
+  conn.record_stream.reset();
+  conn.stream_waits = false;
 }
 
 void Server::OnEventStatusChanged(Event& event) {
@@ -587,12 +693,14 @@ void Server::OnEventStatusChanged(Event& event) {
 }
 
 void Server::OnEventDestroyed(const Event& event) {
+  auto of_event = [&](const AutoKey& key) { return key.second == event.id; };
   for (auto& [_, conn] : connections_) {
     if (!conn->writable.empty()) conn->writable[event.id - EventRegistry::kFirstId] = false;
-    conn->auto_enabled.erase(event.id);
+    std::erase_if(conn->auto_enabled, of_event);
+    if (conn->record_stream) conn->record_stream->ForgetType(event.id);
   }
-  auto_holds_.erase(event.id);
-  auto_turned_on_.erase(event.id);
+  std::erase_if(auto_holds_, [&](const auto& entry) { return of_event(entry.first); });
+  std::erase_if(auto_turned_on_, of_event);
 }
 
 void Server::ResolveDeferred(bool force_expired) {
@@ -618,7 +726,10 @@ void Server::CloseConnection(uint64_t conn_id) {
   // Exit, exec or a crash: the process's enablers die with it. Its rings
   // stay until drained, so everything it committed is still delivered.
   for (const Enabler& en : conn->enablers) registry_->Put(en.event);
+  if (conn->pipe_instance) conn->pipe_instance->RemoveReader();
+  if (conn->record_stream) EndRecordStream(*conn);
   ReleaseAutoEnables(*conn);
+  RemoveOwnedInstances(*conn);
   ResolveDeferred(false);
 }
 
@@ -705,6 +816,9 @@ size_t Server::DrainRings() {
       }
     }
     DeliverInTimeOrder();
+    // Readers take their share between rounds, so a burst longer than an
+    // instance buffer still reaches a reader that keeps up.
+    PumpRecordStreams();
     total += drained_.size();
     if (!more) break;
   }
@@ -807,11 +921,40 @@ void Server::PumpPipes() {
   }
 }
 
+// Sends record streams what their instance buffer holds, until a stream's
+// socket is full; EPOLLOUT then brings us back.
+void Server::PumpRecordStreams() {
+  std::vector<uint64_t> broken;
+  for (auto& [id, conn] : connections_) {
+    if (!conn->record_stream || conn->stream_waits) continue;
+    int err = conn->record_stream->Pump();
+    if (err == EAGAIN) {
+      WatchStreamWritable(*conn, true);
+    } else if (err) {
+      broken.push_back(id);
+    }
+  }
+  for (uint64_t id : broken) CloseConnection(id);
+}
+
+void Server::WatchStreamWritable(Connection& conn, bool watch) {
+  conn.stream_waits = watch;
+  epoll_event ev{};
+  ev.events = watch ? uint32_t{EPOLLOUT} : 0u;
+  ev.data.u64 = Pack(kRecordStream, conn.id);
+  epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, conn.record_stream->fd(), &ev);
+}
+
 void Server::RememberComm(pid_t pid, uint32_t tid) {
   std::ifstream in(fmt::format("/proc/{}/task/{}/comm", pid, tid));
   std::string comm;
   if (std::getline(in, comm)) comms_[tid] = comm;
   if (comms_.size() > 65536) comms_.clear();  // bounded, like saved_cmdlines
+}
+
+std::string Server::TaskComm(uint32_t tid) const {
+  auto it = comms_.find(tid);
+  return it == comms_.end() ? std::string() : it->second;
 }
 
 std::string Server::CommOf(uint32_t tid) const {

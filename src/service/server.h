@@ -24,6 +24,7 @@
 #include "service/access_policy.h"
 #include "service/event_registry.h"
 #include "service/instance.h"
+#include "service/record_stream_sender.h"
 #include "service/status_page.h"
 #include "service/tracefs_tree.h"
 
@@ -57,6 +58,12 @@ class Server : public EventRegistry::Observer {
     uint8_t bit;
     uint8_t size;
   };
+  // Auto-enable: a glob held in one instance ("" = top) while connected.
+  struct AutoRule {
+    std::string glob;
+    std::string instance;
+  };
+  using AutoKey = std::pair<std::string, uint32_t>;  // instance name, event id
   struct RingSource {
     std::unique_ptr<ring::RingReader> reader;
     pid_t pid;
@@ -80,8 +87,10 @@ class Server : public EventRegistry::Observer {
     // Consumer state.
     Instance* pipe_instance = nullptr;
     uint32_t pipe_seq = 0;
-    std::vector<std::string> auto_enable_globs;
-    std::set<uint32_t> auto_enabled;
+    std::unique_ptr<RecordStreamSender> record_stream;
+    bool stream_waits = false;  // the stream's socket is full: EPOLLOUT armed
+    std::vector<AutoRule> auto_rules;
+    std::set<AutoKey> auto_enabled;
   };
   struct DataFile {
     base::ScopedFd daemon_end;
@@ -121,8 +130,17 @@ class Server : public EventRegistry::Observer {
   int OnTreeList(Connection& conn, ipc::Decoder& body, uint32_t seq);
   int OnTreePipe(Connection& conn, ipc::Decoder& body, uint32_t seq);
   int OnAutoEnable(Connection& conn, ipc::Decoder& body);
+  int OnTreeMkdir(Connection& conn, ipc::Decoder& body);
+  int OnTreeRmdir(Connection& conn, ipc::Decoder& body);
+  int OnRecordStream(Connection& conn, ipc::Decoder& body, uint32_t seq);
   void ApplyAutoEnable(Connection& conn, Event& event);
   void ReleaseAutoEnables(Connection& conn);
+  // Forgets every auto-enable that targets the removed instance `name`.
+  void ForgetAutoEnables(const std::string& name);
+  // Removes the instances `conn` owns, ending other clients' readers of them.
+  void RemoveOwnedInstances(const Connection& conn);
+  void DetachReaders(Instance* instance);
+  void EndRecordStream(Connection& conn);
 
   DataFile* FindDataFile(const std::vector<base::ScopedFd>& fds);
   ipc::EventInfo DescribeEvent(const Event& event) const;
@@ -154,9 +172,12 @@ class Server : public EventRegistry::Observer {
   void DeliverInTimeOrder();
   void AllowWrites(Connection& conn, const Event& event);
   void PumpPipes();
+  void PumpRecordStreams();
+  void WatchStreamWritable(Connection& conn, bool watch);
   void ResolveDeferred(bool force_expired);
   void SetRingsSleeping(bool sleeping);
   std::string CommOf(uint32_t tid) const;
+  std::string TaskComm(uint32_t tid) const;
   void RememberComm(pid_t pid, uint32_t tid);
 
   ServerOptions options_;
@@ -179,8 +200,8 @@ class Server : public EventRegistry::Observer {
   std::vector<RingSource> rings_;
   std::unordered_map<uint32_t, std::string> comms_;  // tid -> comm
   std::vector<DeferredReply> deferred_;
-  std::unordered_map<uint32_t, int> auto_holds_;  // event id -> consumers holding it enabled
-  std::unordered_set<uint32_t> auto_turned_on_;   // enabled by a hold, not by hand
+  std::map<AutoKey, int> auto_holds_;  // consumers holding an event enabled in an instance
+  std::set<AutoKey> auto_turned_on_;   // enabled by a hold, not by hand
   // The request being handled: the notices it causes are awaited.
   Connection* current_request_ = nullptr;
   std::map<uint64_t, uint64_t> current_awaiting_;

@@ -24,10 +24,11 @@ bool TraceBuffer::Append(const EntryMeta& meta, std::span<const uint8_t> record)
       }
       DropOldestChunk();
     }
-    chunks_.emplace_back();
+    AddChunk();
   }
   Chunk& c = chunks_.back();
-  StoredHeader h{static_cast<uint32_t>(need), static_cast<uint32_t>(record.size()), pending_lost_, meta};
+  StoredHeader h{static_cast<uint32_t>(need), static_cast<uint32_t>(record.size()), pending_lost_,
+                 meta.timestamp, meta.pid, meta.tid, meta.cpu, {}};
   std::memcpy(c.bytes.get() + c.used, &h, sizeof(h));
   std::memcpy(c.bytes.get() + c.used + sizeof(h), record.data(), record.size());
   c.used += need;
@@ -41,11 +42,11 @@ bool TraceBuffer::Append(const EntryMeta& meta, std::span<const uint8_t> record)
 TraceEntry TraceBuffer::View(const uint8_t* p) {
   StoredHeader h;
   std::memcpy(&h, p, sizeof(h));
-  return TraceEntry{h.meta, h.lost_before, {p + sizeof(StoredHeader), h.record_size}};
+  return TraceEntry{{h.timestamp, h.pid, h.tid, h.cpu}, h.lost_before, {p + sizeof(StoredHeader), h.record_size}};
 }
 
 bool TraceBuffer::Pop(TraceEntry* out, std::vector<uint8_t>* storage) {
-  while (!chunks_.empty() && chunks_.front().read == chunks_.front().used) chunks_.pop_front();
+  while (!chunks_.empty() && chunks_.front().read == chunks_.front().used) RetireFront();
   if (chunks_.empty()) return false;
   Chunk& c = chunks_.front();
   const uint8_t* p = c.bytes.get() + c.read;
@@ -56,13 +57,59 @@ bool TraceBuffer::Pop(TraceEntry* out, std::vector<uint8_t>* storage) {
   c.read += reinterpret_cast<const StoredHeader*>(p)->size;
   --c.count;
   --entries_;
-  if (c.read == c.used && chunks_.size() > 1) chunks_.pop_front();
+  if (c.read == c.used && chunks_.size() > 1) RetireFront();
   return true;
+}
+
+std::span<const uint8_t> TraceBuffer::FrontRun() const {
+  for (const Chunk& c : chunks_) {
+    if (c.read < c.used) return {c.bytes.get() + c.read, c.used - c.read};
+  }
+  return {};
+}
+
+void TraceBuffer::Consume(size_t bytes, size_t count) {
+  while (!chunks_.empty() && chunks_.front().read == chunks_.front().used) RetireFront();
+  if (chunks_.empty()) return;
+  Chunk& c = chunks_.front();
+  c.read += bytes;
+  c.count -= count;
+  entries_ -= count;
+  if (c.read == c.used && chunks_.size() > 1) RetireFront();
+}
+
+std::unique_ptr<TraceBuffer> TraceBuffer::Copy() const {
+  auto copy = std::make_unique<TraceBuffer>(capacity_);
+  copy->overwrite_ = overwrite_;
+  for (const Chunk& c : chunks_) {
+    Chunk& to = copy->AddChunk();
+    std::memcpy(to.bytes.get() + c.read, c.bytes.get() + c.read, c.used - c.read);
+    to.read = c.read;
+    to.used = c.used;
+    to.count = c.count;
+  }
+  copy->entries_ = entries_;
+  copy->accepted_ = accepted_;
+  copy->lost_total_ = lost_total_;
+  copy->never_accepted_ = never_accepted_;
+  copy->pending_lost_ = pending_lost_;
+  return copy;
 }
 
 void TraceBuffer::DropOldestChunk() {
   CountLost(chunks_.front().count);
   entries_ -= chunks_.front().count;
+  RetireFront();
+}
+
+TraceBuffer::Chunk& TraceBuffer::AddChunk() {
+  Chunk& c = chunks_.emplace_back();
+  c.bytes = spare_ ? std::move(spare_) : std::make_unique_for_overwrite<uint8_t[]>(kChunkBytes);
+  return c;
+}
+
+void TraceBuffer::RetireFront() {
+  spare_ = std::move(chunks_.front().bytes);
   chunks_.pop_front();
 }
 

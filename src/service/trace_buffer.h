@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "ipc/record_stream_format.h"
+
 namespace udiag::service {
 
 struct EntryMeta {
@@ -45,11 +47,20 @@ class TraceBuffer {
   void ForEach(F&& visit) const;
   // Removes the oldest entry into `out` (record copied into `storage`).
   bool Pop(TraceEntry* out, std::vector<uint8_t>* storage);
+  // The oldest entries that lie back to back in memory, as stored
+  // (ipc::RecordEntry each, see record_stream_format.h); empty when there are
+  // none. Consume(bytes, count) then removes a prefix of that run, made of
+  // `count` whole entries.
+  std::span<const uint8_t> FrontRun() const;
+  void Consume(size_t bytes, size_t count);
+  // A frozen copy of the entries and counters (a snapshot).
+  std::unique_ptr<TraceBuffer> Copy() const;
 
   void Clear();
   void set_capacity(size_t bytes);
   size_t capacity() const { return capacity_; }
   void set_overwrite(bool overwrite) { overwrite_ = overwrite; }
+  bool overwrite() const { return overwrite_; }
 
   size_t entries() const { return entries_; }
   // Entries ever accepted plus those lost on the way in: ftrace's
@@ -64,19 +75,18 @@ class TraceBuffer {
  private:
   static constexpr size_t kChunkBytes = 64 * 1024;
   struct Chunk {
-    std::unique_ptr<uint8_t[]> bytes{new uint8_t[kChunkBytes]};
+    std::unique_ptr<uint8_t[]> bytes;  // kChunkBytes
     size_t used = 0;   // bytes appended
     size_t read = 0;   // bytes consumed by Pop
     size_t count = 0;  // entries not consumed
   };
-  struct StoredHeader {
-    uint32_t size;  // header + record, 8-aligned
-    uint32_t record_size;
-    uint64_t lost_before;
-    EntryMeta meta;
-  };
+  using StoredHeader = ipc::RecordEntry;
   static TraceEntry View(const uint8_t* p);
   void DropOldestChunk();
+  // Chunks come and go at the buffer's rate; one is kept for reuse so that
+  // a streaming buffer does not keep the allocator (and the kernel) busy.
+  Chunk& AddChunk();
+  void RetireFront();
   void CountLost(uint64_t count) {
     pending_lost_ += count;
     lost_total_ += count;
@@ -85,6 +95,7 @@ class TraceBuffer {
   size_t capacity_;
   bool overwrite_ = false;
   std::deque<Chunk> chunks_;
+  std::unique_ptr<uint8_t[]> spare_;
   size_t entries_ = 0;
   uint64_t accepted_ = 0;
   uint64_t lost_total_ = 0;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 namespace udiag::service {
 namespace {
 
@@ -57,6 +59,51 @@ TEST(TraceBufferTest, ClearForgetsEverything) {
   buf.Clear();
   EXPECT_EQ(buf.entries(), 0u);
   EXPECT_EQ(buf.written(), 0u);
+}
+
+}  // namespace
+}  // namespace udiag::service
+
+namespace udiag::service {
+namespace {
+
+TEST(TraceBufferTest, FrontRunIsTheStoredEntriesAndConsumeRemovesThem) {
+  TraceBuffer buf(1 << 20);
+  for (uint8_t i = 0; i < 3; ++i) ASSERT_TRUE(buf.Append({i, 7, 8, 1}, Record(12, i)));
+  std::span<const uint8_t> run = buf.FrontRun();
+  ASSERT_EQ(run.size(), 3 * 56u);  // 40-byte RecordEntry + 12 bytes, padded to 8
+  ipc::RecordEntry first;
+  std::memcpy(&first, run.data(), sizeof(first));
+  EXPECT_EQ(first.size, 56u);
+  EXPECT_EQ(first.record_size, 12u);
+  EXPECT_EQ(first.pid, 7u);
+  EXPECT_EQ(first.tid, 8u);
+  EXPECT_EQ(run[sizeof(first)], 0);  // the record bytes follow
+  buf.Consume(56, 1);
+  EXPECT_EQ(buf.entries(), 2u);
+  TraceEntry e;
+  std::vector<uint8_t> storage;
+  ASSERT_TRUE(buf.Pop(&e, &storage));
+  EXPECT_EQ(e.meta.timestamp, 1u);
+  buf.Consume(buf.FrontRun().size(), 1);
+  EXPECT_EQ(buf.entries(), 0u);
+  EXPECT_TRUE(buf.FrontRun().empty());
+  EXPECT_TRUE(buf.Append({9, 0, 0, 0}, Record(12, 9)));  // the emptied buffer takes entries again
+  EXPECT_EQ(buf.entries(), 1u);
+}
+
+TEST(TraceBufferTest, CopyIsFrozen) {
+  TraceBuffer buf(1 << 20);
+  buf.NoteLost(2);
+  for (uint8_t i = 0; i < 5; ++i) ASSERT_TRUE(buf.Append({i, 0, 0, 0}, Record(100, i)));
+  std::unique_ptr<TraceBuffer> copy = buf.Copy();
+  buf.Clear();
+  ASSERT_TRUE(buf.Append({42, 0, 0, 0}, Record(10, 0)));
+  std::vector<uint64_t> seen;
+  copy->ForEach([&](const TraceEntry& e) { seen.push_back(e.meta.timestamp); });
+  EXPECT_EQ(seen, (std::vector<uint64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(copy->written(), 7u);
+  EXPECT_EQ(copy->lost_total(), 2u);
 }
 
 }  // namespace

@@ -13,9 +13,9 @@
 namespace udiag::service {
 
 enum class Node {
-  kRoot, kEventsDir, kSystemDir, kEventDir,  // directories
+  kRoot, kInstancesDir, kOptionsDir, kEventsDir, kSystemDir, kEventDir,  // directories
   kDynamicEvents, kStatus, kAvailableEvents, kSetEvent, kTrace, kTracePipe, kTracingOn,
-  kBufferSizeKb, kTraceClock, kEventsMax, kEnable, kFormat, kId,
+  kBufferSizeKb, kTraceClock, kEventsMax, kEnable, kFormat, kId, kOverwrite, kSnapshot,
 };
 
 struct TracefsTree::Resolved {
@@ -32,13 +32,15 @@ constexpr const char* kSystems[] = {"user_events", "user_events_multi"};
 struct FileSpec {
   const char* name;
   Node node;
+  bool top_only = false;  // global files, absent from instances/<name>/
 };
 constexpr FileSpec kRootFiles[] = {
-    {"available_events", Node::kAvailableEvents}, {"buffer_size_kb", Node::kBufferSizeKb},
-    {"dynamic_events", Node::kDynamicEvents},     {"set_event", Node::kSetEvent},
-    {"trace", Node::kTrace},                      {"trace_clock", Node::kTraceClock},
-    {"trace_pipe", Node::kTracePipe},             {"tracing_on", Node::kTracingOn},
-    {"user_events_max", Node::kEventsMax},        {"user_events_status", Node::kStatus},
+    {"available_events", Node::kAvailableEvents, true}, {"buffer_size_kb", Node::kBufferSizeKb},
+    {"dynamic_events", Node::kDynamicEvents, true},     {"set_event", Node::kSetEvent},
+    {"snapshot", Node::kSnapshot},                      {"trace", Node::kTrace},
+    {"trace_clock", Node::kTraceClock},                 {"trace_pipe", Node::kTracePipe},
+    {"tracing_on", Node::kTracingOn},                   {"user_events_max", Node::kEventsMax, true},
+    {"user_events_status", Node::kStatus, true},
 };
 constexpr FileSpec kEventFiles[] = {
     {"enable", Node::kEnable}, {"format", Node::kFormat}, {"id", Node::kId}};
@@ -87,14 +89,27 @@ TracefsTree::TracefsTree(EventRegistry* registry, InstanceSet* instances, CommLo
 base::ErrorOr<TracefsTree::Resolved> TracefsTree::Resolve(std::string_view path) const {
   std::vector<std::string_view> parts = SplitPath(path);
   Resolved r{Node::kRoot, &instances_->top(), {}, nullptr};
-  if (parts.empty()) return r;
   for (auto part : parts) {
     if (part == "..") return base::Errno{ENOENT};
+  }
+  bool top = true;
+  if (!parts.empty() && parts[0] == "instances") {
+    if (parts.size() == 1) return Resolved{Node::kInstancesDir, r.instance, {}, nullptr};
+    r.instance = instances_->Find(parts[1]);
+    if (!r.instance) return base::Errno{ENOENT};
+    parts.erase(parts.begin(), parts.begin() + 2);
+    top = false;
+  }
+  if (parts.empty()) return r;
+  if (parts[0] == "options") {
+    if (parts.size() == 1) return Resolved{Node::kOptionsDir, r.instance, {}, nullptr};
+    if (parts.size() == 2 && parts[1] == "overwrite") return Resolved{Node::kOverwrite, r.instance, {}, nullptr};
+    return base::Errno{ENOENT};
   }
   if (parts[0] != "events") {
     if (parts.size() != 1) return base::Errno{ENOENT};
     for (const auto& f : kRootFiles) {
-      if (parts[0] == f.name) return Resolved{f.node, r.instance, {}, nullptr};
+      if (parts[0] == f.name && (top || !f.top_only)) return Resolved{f.node, r.instance, {}, nullptr};
     }
     return base::Errno{ENOENT};
   }
@@ -122,7 +137,8 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
   if (!caller.consumer && !(caller.producer && ProducerReadable(r->node))) return base::Errno{EACCES};
   const Instance& inst = *r->instance;
   switch (r->node) {
-    case Node::kRoot: case Node::kEventsDir: case Node::kSystemDir: case Node::kEventDir:
+    case Node::kRoot: case Node::kInstancesDir: case Node::kOptionsDir:
+    case Node::kEventsDir: case Node::kSystemDir: case Node::kEventDir:
       return base::Errno{EISDIR};
     case Node::kTracePipe:
       return base::Errno{EINVAL};  // streamed: see PipeInstance()
@@ -146,7 +162,7 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
       return out;
     }
     case Node::kTrace:
-      return ReadTrace(inst);
+      return ReadTrace(inst.buffer());
     case Node::kTracingOn:
       return std::string(inst.tracing_on() ? "1\n" : "0\n");
     case Node::kBufferSizeKb:
@@ -162,6 +178,10 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
       return schema::FormatFile(r->event->tp_name, r->event->id, r->event->desc.fields);
     case Node::kId:
       return fmt::format("{}\n", r->event->id);
+    case Node::kOverwrite:
+      return std::string(inst.buffer().overwrite() ? "1\n" : "0\n");
+    case Node::kSnapshot:
+      return ReadSnapshot(inst);
   }
   return base::Errno{EINVAL};
 }
@@ -178,6 +198,7 @@ std::string TracefsTree::ReadStatus() const {
       if (e->status & kStatusFtrace) out += " ftrace";
       if (e->status & kStatusPerf) out += " perf";
       if (e->status & kStatusOther) out += " other";
+      if (instances_->RecordedBy(e->id)) out += " record";  // ours, after the kernel's kinds
     }
     out += '\n';
   }
@@ -195,8 +216,17 @@ std::string TracefsTree::ReadEnable(const Instance& instance, std::string_view s
   return any_on ? "1\n" : "0\n";
 }
 
-std::string TracefsTree::ReadTrace(const Instance& instance) const {
-  const TraceBuffer& buf = instance.buffer();
+std::string TracefsTree::ReadSnapshot(const Instance& instance) const {
+  if (instance.snapshot()) return ReadTrace(*instance.snapshot());
+  return "# tracer: nop\n#\n#\n# * Snapshot is freed *\n#\n"
+         "# Snapshot commands:\n"
+         "# echo 0 > snapshot : Clears and frees snapshot buffer\n"
+         "# echo 1 > snapshot : Allocates snapshot buffer, if not already allocated.\n"
+         "#                      Takes a snapshot of the main buffer.\n"
+         "# echo 2 > snapshot : Clears snapshot buffer (but does not allocate or free)\n";
+}
+
+std::string TracefsTree::ReadTrace(const TraceBuffer& buf) const {
   std::string out = TraceFileHeader(buf.entries(), buf.written(), sysconf(_SC_NPROCESSORS_ONLN));
   buf.ForEach([&](const TraceEntry& e) { out += RenderEntry(e); });
   if (buf.pending_lost()) out += LostEventsLine(0, buf.pending_lost());
@@ -251,6 +281,20 @@ int TracefsTree::Write(std::string_view path, std::string_view text, bool append
         return 0;
       }
       return WriteEnable(inst, r->system, text);
+    case Node::kOverwrite:
+      if (!ParseUnsigned(text, &value) || value > 1) return EINVAL;
+      inst.buffer().set_overwrite(value == 1);
+      return 0;
+    case Node::kSnapshot:
+      if (!ParseUnsigned(text, &value)) return EINVAL;
+      if (value == 0) {
+        inst.FreeSnapshot();
+      } else if (value == 1) {
+        inst.TakeSnapshot();
+      } else {
+        inst.ClearSnapshot();
+      }
+      return 0;
     default:
       return EACCES;  // read-only file
   }
@@ -337,9 +381,21 @@ base::ErrorOr<std::vector<DirEntry>> TracefsTree::List(std::string_view path, co
   if (!caller.consumer && !caller.producer) return base::Errno{EACCES};
   std::vector<DirEntry> out;
   switch (r->node) {
-    case Node::kRoot:
+    case Node::kRoot: {
+      bool top = r->instance == &instances_->top();
       out.push_back({"events", true});
-      for (const auto& f : kRootFiles) out.push_back({f.name, false});
+      if (top) out.push_back({"instances", true});
+      out.push_back({"options", true});
+      for (const auto& f : kRootFiles) {
+        if (top || !f.top_only) out.push_back({f.name, false});
+      }
+      break;
+    }
+    case Node::kInstancesDir:
+      for (const auto& [name, _] : instances_->named()) out.push_back({name, true});
+      break;
+    case Node::kOptionsDir:
+      out.push_back({"overwrite", false});
       break;
     case Node::kEventsDir:
       out.push_back({"enable", false});
@@ -360,6 +416,27 @@ base::ErrorOr<std::vector<DirEntry>> TracefsTree::List(std::string_view path, co
       return base::Errno{ENOTDIR};
   }
   return out;
+}
+
+// Only instances/<name> can be made or removed, as in tracefs.
+base::ErrorOr<std::string> TracefsTree::InstanceDirName(std::string_view path, const Caller& caller) {
+  if (!caller.consumer) return base::Errno{EACCES};
+  std::vector<std::string_view> parts = SplitPath(path);
+  if (parts.size() != 2 || parts[0] != "instances") return base::Errno{EPERM};
+  return std::string(parts[1]);
+}
+
+int TracefsTree::Mkdir(std::string_view path, uint64_t owner, const Caller& caller) {
+  auto name = InstanceDirName(path, caller);
+  if (!name.ok()) return name.error();
+  return instances_->Create(*name, owner);
+}
+
+base::ErrorOr<std::string> TracefsTree::Rmdir(std::string_view path, const Caller& caller) {
+  auto name = InstanceDirName(path, caller);
+  if (!name.ok()) return name;
+  if (int err = instances_->Remove(*name)) return base::Errno{err};
+  return name;
 }
 
 base::ErrorOr<Instance*> TracefsTree::PipeInstance(std::string_view path, const Caller& caller) {

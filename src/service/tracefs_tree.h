@@ -2,9 +2,11 @@
 // a path with the kernel's names and text formats (DESIGN.md §2). The control
 // socket, the CLI and the FUSE mount are front ends over this one tree.
 //
-//   dynamic_events  user_events_status  available_events  set_event
-//   trace  trace_pipe  tracing_on  buffer_size_kb  trace_clock  user_events_max
+//   dynamic_events  user_events_status  available_events  user_events_max   (top only)
+//   set_event  trace  trace_pipe  tracing_on  buffer_size_kb  trace_clock  snapshot
+//   options/overwrite
 //   events/enable  events/<system>/enable  events/<system>/<event>/{enable,format,id}
+//   instances/<name>/...   the per-instance files above, made by mkdir
 #pragma once
 
 #include <functional>
@@ -42,6 +44,11 @@ class TracefsTree {
   // `trace` and deletes every event for `dynamic_events`.
   int Write(std::string_view path, std::string_view text, bool append, const Caller& caller);
   base::ErrorOr<std::vector<DirEntry>> List(std::string_view path, const Caller& caller) const;
+  // mkdir/rmdir of instances/<name>: EPERM elsewhere, EACCES for a
+  // non-consumer, else as InstanceSet::Create/Remove. `owner` is the
+  // connection the instance dies with (0: none). Rmdir returns the name.
+  int Mkdir(std::string_view path, uint64_t owner, const Caller& caller);
+  base::ErrorOr<std::string> Rmdir(std::string_view path, const Caller& caller);
   // The instance whose trace_pipe `path` names (EACCES, ENOENT otherwise).
   base::ErrorOr<Instance*> PipeInstance(std::string_view path, const Caller& caller);
 
@@ -52,7 +59,9 @@ class TracefsTree {
   struct Resolved;
   base::ErrorOr<Resolved> Resolve(std::string_view path) const;
 
-  std::string ReadTrace(const Instance& instance) const;
+  static base::ErrorOr<std::string> InstanceDirName(std::string_view path, const Caller& caller);
+  std::string ReadTrace(const TraceBuffer& buffer) const;
+  std::string ReadSnapshot(const Instance& instance) const;
   std::string ReadStatus() const;
   std::string ReadEnable(const Instance& instance, std::string_view system) const;
   int WriteDynamicEvents(std::string_view text, bool append, const Caller& caller);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "service/status_page.h"
 #include "service/test_observer.h"
@@ -132,6 +133,86 @@ TEST_F(TracefsTreeTest, BufferSize) {
   EXPECT_EQ(Read("buffer_size_kb"), "2048\n");
   EXPECT_EQ(tree_.Write("buffer_size_kb", "0", false, kConsumer), EINVAL);
   EXPECT_EQ(tree_.Write("buffer_size_kb", "abc", false, kConsumer), EINVAL);
+}
+
+}  // namespace
+}  // namespace udiag::service
+
+namespace udiag::service {
+namespace {
+
+TEST_F(TracefsTreeTest, InstancesHaveTheirOwnFilesAndErrnos) {
+  ASSERT_EQ(tree_.Write("dynamic_events", "u:test u32 count", true, kRoot), 0);
+  EXPECT_EQ(tree_.Mkdir("instances/x", 0, kConsumer), 0);
+  EXPECT_EQ(tree_.Mkdir("instances/x", 0, kConsumer), EEXIST);
+  EXPECT_EQ(tree_.Mkdir("instances/a\tb", 0, kConsumer), EINVAL);
+  EXPECT_EQ(tree_.Mkdir("instances/y", 0, kProducer), EACCES);
+  EXPECT_EQ(tree_.Mkdir("x", 0, kConsumer), EPERM);
+  EXPECT_EQ(Read("instances/x/tracing_on"), "1\n");
+  EXPECT_EQ(Read("instances/x/buffer_size_kb"), "4096\n");
+  EXPECT_EQ(tree_.Read("instances/x/dynamic_events", kRoot).error(), ENOENT);
+  EXPECT_EQ(tree_.Read("instances/nope/trace", kRoot).error(), ENOENT);
+
+  ASSERT_EQ(tree_.Write("instances/x/events/user_events/test/enable", "1", false, kConsumer), 0);
+  EXPECT_EQ(Read("instances/x/set_event"), "user_events:test\n");
+  EXPECT_EQ(Read("set_event"), "");
+  EXPECT_EQ(Read("user_events_status"), "test # Used by ftrace\n\nActive: 1\nBusy: 1\n");
+  ASSERT_EQ(tree_.Write("events/user_events/test/enable", "1", false, kConsumer), 0);
+
+  Instance* x = instances_.Find("x");
+  ASSERT_NE(x, nullptr);
+  x->AddReader();
+  EXPECT_EQ(tree_.Rmdir("instances/x", kConsumer).error(), EBUSY);
+  x->RemoveReader();
+  auto removed = tree_.Rmdir("instances/x", kConsumer);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, "x");
+  EXPECT_EQ(tree_.Rmdir("instances/x", kConsumer).error(), ENOENT);
+  // The top instance still enables it; once it stops, nothing holds the event.
+  EXPECT_EQ(Read("user_events_status"), "test # Used by ftrace\n\nActive: 1\nBusy: 1\n");
+  ASSERT_EQ(tree_.Write("events/user_events/test/enable", "0", false, kConsumer), 0);
+  EXPECT_EQ(Read("user_events_status"), "test\n\nActive: 1\nBusy: 0\n");
+}
+
+TEST_F(TracefsTreeTest, InstancesAreBounded) {
+  for (size_t i = 0; i < kMaxInstances; ++i) ASSERT_EQ(tree_.Mkdir("instances/i" + std::to_string(i), 0, kConsumer), 0);
+  EXPECT_EQ(tree_.Mkdir("instances/one-more", 0, kConsumer), ENOSPC);
+  ASSERT_TRUE(tree_.Rmdir("instances/i0", kConsumer).ok());
+  EXPECT_EQ(tree_.Mkdir("instances/one-more", 0, kConsumer), 0);
+}
+
+TEST_F(TracefsTreeTest, RecordSessionsShowAfterTheKernelKinds) {
+  ASSERT_EQ(tree_.Write("dynamic_events", "u:test u32 count", true, kRoot), 0);
+  ASSERT_EQ(tree_.Mkdir("instances/rec", /*owner=*/7, kConsumer), 0);
+  ASSERT_EQ(tree_.Write("instances/rec/events/enable", "1", false, kConsumer), 0);
+  EXPECT_EQ(Read("user_events_status"), "test # Used by ftrace record\n\nActive: 1\nBusy: 1\n");
+}
+
+TEST_F(TracefsTreeTest, OverwriteAndSnapshot) {
+  ASSERT_EQ(tree_.Write("dynamic_events", "u:test u32 count", true, kRoot), 0);
+  ASSERT_EQ(tree_.Mkdir("instances/f", 0, kConsumer), 0);
+  EXPECT_EQ(Read("instances/f/options/overwrite"), "0\n");
+  ASSERT_EQ(tree_.Write("instances/f/options/overwrite", "1", false, kConsumer), 0);
+  EXPECT_EQ(Read("instances/f/options/overwrite"), "1\n");
+  EXPECT_EQ(tree_.Write("instances/f/options/overwrite", "x", false, kConsumer), EINVAL);
+  EXPECT_NE(Read("instances/f/snapshot").find("Snapshot is freed"), std::string::npos);
+
+  Event* event = registry_.FindByTracepoint("user_events", "test");
+  ASSERT_NE(event, nullptr);
+  ASSERT_EQ(tree_.Write("instances/f/events/enable", "1", false, kConsumer), 0);
+  std::vector<uint8_t> record(12, 0);
+  uint16_t type = event->id;
+  std::memcpy(record.data(), &type, sizeof(type));
+  instances_.Deliver(*event, {1000, 1, 1, 0}, record);
+  ASSERT_EQ(tree_.Write("instances/f/snapshot", "1", false, kConsumer), 0);
+  instances_.Deliver(*event, {2000, 1, 1, 0}, record);
+  std::string snapshot = Read("instances/f/snapshot");
+  EXPECT_NE(snapshot.find("entries-in-buffer/entries-written: 1/1"), std::string::npos) << snapshot;
+  EXPECT_NE(Read("instances/f/trace").find("entries-in-buffer/entries-written: 2/2"), std::string::npos);
+  ASSERT_EQ(tree_.Write("instances/f/snapshot", "2", false, kConsumer), 0);
+  EXPECT_NE(Read("instances/f/snapshot").find("entries-in-buffer/entries-written: 0/0"), std::string::npos);
+  ASSERT_EQ(tree_.Write("instances/f/snapshot", "0", false, kConsumer), 0);
+  EXPECT_NE(Read("instances/f/snapshot").find("Snapshot is freed"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,52 @@
+// The binary record stream of an instance (kRecordStream): a byte stream on a
+// SOCK_STREAM socket the daemon hands over with SCM_RIGHTS, read in large
+// batches by consumer::RecordStream. Host byte order, like the control protocol.
+//
+// The stream is a sequence of frames, each a FrameHeader followed by
+// `bytes` of body and padded with zeros to a multiple of 8:
+//
+//   kEventType  u32 id, then three length-prefixed (u32) strings: system,
+//               tracepoint name, registration command (schema::ParseCommand
+//               gives the fields). Sent before the first record of that type;
+//               sent again if the id comes back for a new event.
+//   kTask       u32 pid, u32 tid, length-prefixed comm ("" if unknown). Sent
+//               before the first record of that thread.
+//   kRecords    one or more entries, back to back. Each is a RecordEntry
+//               followed by `record_size` bytes (8-byte common header, then
+//               the payload), padded to `size` (a multiple of 8).
+//   kLost       u64: events lost after the last record sent (more may follow).
+//
+// RecordEntry is also how an instance buffer stores entries, so a run of them
+// goes to the socket without being rewritten.
+#pragma once
+
+#include <cstdint>
+
+namespace udiag::ipc {
+
+enum class FrameKind : uint32_t { kEventType = 1, kTask = 2, kRecords = 3, kLost = 4 };
+
+struct FrameHeader {
+  FrameKind kind;
+  uint32_t bytes;  // body size, padding excluded
+};
+static_assert(sizeof(FrameHeader) == 8);
+
+struct RecordEntry {
+  uint32_t size;         // this header + record + padding: the distance to the next entry
+  uint32_t record_size;  // common header + payload
+  uint64_t lost_before;  // events lost just before this one
+  uint64_t timestamp;    // CLOCK_MONOTONIC ns
+  uint32_t pid;          // process (tgid)
+  uint32_t tid;          // thread
+  uint16_t cpu;
+  uint16_t reserved[3];
+};
+static_assert(sizeof(RecordEntry) == 40);
+
+// The stream's frames never exceed this body size, so a reader can size its buffer.
+inline constexpr uint32_t kMaxFrameBytes = 256 * 1024;
+
+constexpr uint32_t PadTo8(uint32_t n) { return (n + 7) & ~uint32_t{7}; }
+
+}  // namespace udiag::ipc

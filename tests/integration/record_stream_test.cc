@@ -1,0 +1,201 @@
+// The binary record stream (consumer::RecordStream): several consumers at
+// once each get every event they asked for, with types and tasks first.
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "consumer/private_daemon.h"
+#include "consumer/record_stream.h"
+#include "integration_util.h"
+
+namespace udiag::integration {
+namespace {
+
+// Checks the stream's ordering promises and collects the seq payloads.
+class CheckingSink : public consumer::RecordSink {
+ public:
+  void OnEventType(const record::EventType& type) override { types_[type.id] = type; }
+  void OnTask(const record::Task& task) override { tasks_[task.tid] = task; }
+  void OnRecord(const record::Record& record) override {
+    auto type = types_.find(record.event_id);
+    if (type == types_.end()) {
+      ++untyped_;
+      return;
+    }
+    if (!tasks_.contains(record.tid)) ++without_task_;
+    // Each thread's records come in time order (threads' are merged per drain round).
+    uint64_t& last = last_timestamp_[record.tid];
+    if (record.timestamp < last) ++out_of_order_;
+    last = record.timestamp;
+    lost_ += record.lost_before;
+    uint32_t seq = 0;
+    const schema::Field& field = type->second.fields.at(0);
+    if (field.name != "seq" || record.data.size() < field.offset + sizeof(seq)) {
+      ++malformed_;
+      return;
+    }
+    std::memcpy(&seq, record.data.data() + field.offset, sizeof(seq));
+    ++seqs_[type->second.name][seq];
+  }
+  void OnLost(uint64_t count) override { lost_ += count; }
+
+  std::map<uint32_t, int> Seqs(const std::string& event) const {
+    auto it = seqs_.find(event);
+    return it == seqs_.end() ? std::map<uint32_t, int>{} : it->second;
+  }
+  const record::EventType* Type(const std::string& name) const {
+    for (const auto& [_, type] : types_) {
+      if (type.name == name) return &type;
+    }
+    return nullptr;
+  }
+  const std::map<uint32_t, record::Task>& tasks() const { return tasks_; }
+  int untyped_ = 0, without_task_ = 0, out_of_order_ = 0, malformed_ = 0;
+  uint64_t lost_ = 0;
+
+ private:
+  std::map<uint32_t, record::EventType> types_;
+  std::map<uint32_t, record::Task> tasks_;
+  std::map<std::string, std::map<uint32_t, int>> seqs_;
+  std::map<uint32_t, uint64_t> last_timestamp_;  // by tid
+};
+
+// Polls `stream` into `sink` until `done` holds or 20 s pass.
+bool PollStreamUntil(consumer::RecordStream& stream, CheckingSink& sink, const std::function<bool()>& done) {
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    int err = stream.Poll(100, sink);
+    if (err != 0 && err != ETIMEDOUT) {
+      ADD_FAILURE() << "Poll: " << strerror(err);
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST(RecordStreamTest, InstancesPipesAndStreamsEachGetEveryEvent) {
+  std::string error;
+  auto daemon = consumer::PrivateDaemon::Start(&error);
+  ASSERT_NE(daemon, nullptr) << error;
+  const std::string dir = daemon->dir();
+  auto control = MustConnect(dir);
+  ASSERT_EQ(control.Write("dynamic_events", "u:alpha u32 seq", true), 0);
+  ASSERT_EQ(control.Write("dynamic_events", "u:beta u32 seq", true), 0);
+  // Instance a records alpha, instance b records alpha and beta, the top beta.
+  ASSERT_EQ(control.Mkdir("instances/a"), 0);
+  ASSERT_EQ(control.Mkdir("instances/b"), 0);
+  ASSERT_EQ(control.Write("instances/a/set_event", "alpha", false), 0);
+  ASSERT_EQ(control.Write("instances/b/events/user_events/enable", "1", false), 0);
+  ASSERT_EQ(control.Write("events/user_events/beta/enable", "1", false), 0);
+
+  auto stream_a = consumer::RecordStream::Open(dir, "a");
+  ASSERT_TRUE(stream_a.ok()) << strerror(stream_a.error());
+  auto stream_b = consumer::RecordStream::Open(dir, "b");
+  ASSERT_TRUE(stream_b.ok()) << strerror(stream_b.error());
+  EXPECT_EQ(consumer::RecordStream::Open(dir, "nope").error(), ENOENT);
+  // A record stream keeps its instance busy; status names the record session.
+  EXPECT_EQ(control.Rmdir("instances/a"), EBUSY);
+  EXPECT_EQ(ReadTree(dir, "user_events_status"),
+            "alpha # Used by ftrace record\nbeta # Used by ftrace record\n\nActive: 2\nBusy: 2\n");
+
+  auto piper = MustConnect(dir);
+  std::atomic<bool> stop{false};
+  std::mutex text_mu;
+  std::string text;
+  auto text_so_far = [&] {
+    std::lock_guard lock(text_mu);
+    return text;
+  };
+  std::thread pipe_reader([&] {
+    piper.StreamPipe("trace_pipe", [&](std::string_view chunk) {
+      std::lock_guard lock(text_mu);
+      text.append(chunk);
+      return true;
+    }, &stop, 500ms);
+  });
+
+  constexpr uint32_t kCount = 20000;
+  pid_t alpha = StartProcess({Bin("hammer_producer"), "alpha", std::to_string(kCount), "5"}, {.udiag_dir = dir});
+  pid_t beta = StartProcess({Bin("hammer_producer"), "beta", std::to_string(kCount), "5"}, {.udiag_dir = dir});
+  CheckingSink sink_a, sink_b;
+  // Both streams are read while the producers run, one after the other.
+  auto all_in = [&] {
+    return sink_a.Seqs("alpha").size() == kCount && sink_b.Seqs("alpha").size() == kCount &&
+           sink_b.Seqs("beta").size() == kCount;
+  };
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!all_in() && std::chrono::steady_clock::now() < deadline) {
+    for (auto [stream, sink] : {std::pair{stream_a->get(), &sink_a}, std::pair{stream_b->get(), &sink_b}}) {
+      int err = stream->Poll(10, *sink);
+      ASSERT_TRUE(err == 0 || err == ETIMEDOUT) << strerror(err);
+    }
+  }
+  EXPECT_EQ(WaitExit(alpha), 0);
+  EXPECT_EQ(WaitExit(beta), 0);
+  EXPECT_TRUE(PollUntil([&] { return SeqsOf(text_so_far(), "beta").size() == kCount; }, 10s));
+  stop = true;
+  pipe_reader.join();
+
+  EXPECT_EQ(CheckExactlyOnce(sink_a.Seqs("alpha"), kCount), "");
+  EXPECT_TRUE(sink_a.Seqs("beta").empty());
+  EXPECT_EQ(CheckExactlyOnce(sink_b.Seqs("alpha"), kCount), "");
+  EXPECT_EQ(CheckExactlyOnce(sink_b.Seqs("beta"), kCount), "");
+  EXPECT_EQ(CheckExactlyOnce(SeqsOf(text, "beta"), kCount), "");
+  EXPECT_TRUE(SeqsOf(text, "alpha").empty());
+  for (const CheckingSink* sink : {&sink_a, &sink_b}) {
+    EXPECT_EQ(sink->untyped_, 0);
+    EXPECT_EQ(sink->without_task_, 0);
+    EXPECT_EQ(sink->out_of_order_, 0);
+    EXPECT_EQ(sink->malformed_, 0);
+    EXPECT_EQ(sink->lost_, 0u);
+  }
+  // Types carry the fields; tasks the processes' pids and names.
+  const record::EventType* type = sink_b.Type("beta");
+  ASSERT_NE(type, nullptr);
+  EXPECT_EQ(type->system, "user_events");
+  ASSERT_EQ(type->fields.size(), 1u);
+  EXPECT_EQ(type->fields[0].offset, 8u);
+  std::set<uint32_t> pids;
+  for (const auto& [tid, task] : sink_b.tasks()) {
+    pids.insert(task.pid);
+    EXPECT_EQ(task.comm, "hammer_producer");
+  }
+  EXPECT_EQ(pids, (std::set<uint32_t>{static_cast<uint32_t>(alpha), static_cast<uint32_t>(beta)}));
+
+  // Closing a record stream makes its instance removable again.
+  stream_a->reset();
+  EXPECT_TRUE(PollUntil([&] { return control.Rmdir("instances/a") == 0; }));
+}
+
+TEST(RecordStreamTest, OwnedInstanceRemovalEndsTheStream) {
+  std::string error;
+  auto daemon = consumer::PrivateDaemon::Start(&error);
+  ASSERT_NE(daemon, nullptr) << error;
+  auto session = std::make_unique<consumer::ConsumerClient>(MustConnect(daemon->dir()));
+  ASSERT_EQ(session->Mkdir("instances/rec", /*owned=*/true), 0);
+  ASSERT_EQ(session->AutoEnable("user_events:ended", "rec"), 0);
+  auto stream = consumer::RecordStream::Open(daemon->dir(), "rec");
+  ASSERT_TRUE(stream.ok()) << strerror(stream.error());
+  ASSERT_EQ(RunProgram({Bin("hammer_producer"), "ended", "100"}, {.udiag_dir = daemon->dir()}), 0);
+  CheckingSink sink;
+  ASSERT_TRUE(PollStreamUntil(**stream, sink, [&] { return sink.Seqs("ended").size() == 100; }));
+  EXPECT_EQ(CheckExactlyOnce(sink.Seqs("ended"), 100), "");
+
+  session.reset();  // the owner goes: the instance and its stream end
+  int err = 0;
+  for (int i = 0; i < 100 && err != EPIPE; ++i) err = (*stream)->Poll(100, sink);
+  EXPECT_EQ(err, EPIPE);
+  EXPECT_EQ(ReadTree(daemon->dir(), "user_events_status"), "\nActive: 0\nBusy: 0\n");
+}
+
+}  // namespace
+}  // namespace udiag::integration
