@@ -1,7 +1,6 @@
 #include "cli/trace_command.h"
 
 #include <fmt/format.h>
-#include <signal.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -11,6 +10,7 @@
 #include <thread>
 
 #include "cli/cli_support.h"
+#include "cli/termination_signals.h"
 #include "consumer/private_daemon.h"
 #include "consumer/spawn.h"
 
@@ -22,35 +22,6 @@ using std::chrono::milliseconds;
 // Events reach trace_pipe within a few ms of being written; this much silence
 // after the command ended means its last events have arrived.
 constexpr milliseconds kDrainQuiet{300};
-
-std::atomic<bool> g_interrupted{false};
-std::atomic<pid_t> g_command{0};
-static_assert(std::atomic<pid_t>::is_always_lock_free, "used from a signal handler");
-
-// SIGINT and SIGTERM end a trace without a command. With one, the command
-// decides when the trace ends: a terminal's Ctrl-C has already reached it (it
-// is in our process group), and a signal sent to udiag alone is passed on,
-// so the events it writes while it exits are still traced.
-void OnTerminationSignal(int sig, siginfo_t* info, void*) {
-  pid_t command = g_command.load();
-  if (command == 0) {
-    g_interrupted = true;
-  } else if (info->si_code <= 0) {  // SI_USER, SI_QUEUE, SI_TKILL: sent by a process
-    kill(command, sig);
-  }
-}
-
-void InstallSignalHandlers() {
-  struct sigaction action = {};
-  action.sa_sigaction = OnTerminationSignal;
-  action.sa_flags = SA_SIGINFO;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-  // A closed stdout then ends the stream through a failed write instead of
-  // killing us, so a private daemon is still stopped and cleaned up.
-  signal(SIGPIPE, SIG_IGN);
-}
 
 // Takes the client so that it is closed on return: that ends the daemon's
 // pipe and undoes the client's auto-enables.
@@ -68,8 +39,7 @@ int TraceCommand(consumer::ConsumerClient client, const std::string& dir, const 
     Fail("cannot run " + command[0], pid.error());
     return pid.error() == ENOENT ? 127 : 126;  // as shells report it
   }
-  g_command = *pid;
-  InstallSignalHandlers();
+  HandleTerminationSignals(*pid);
   std::atomic<bool> exited{false};
   int status = 0;
   std::thread waiter([&] {
@@ -84,8 +54,8 @@ int TraceCommand(consumer::ConsumerClient client, const std::string& dir, const 
 }  // namespace
 
 int FollowPipe(consumer::ConsumerClient client, const std::string& path) {
-  InstallSignalHandlers();
-  return StreamToStdout(std::move(client), path, &g_interrupted, milliseconds(0));
+  HandleTerminationSignals(0);
+  return StreamToStdout(std::move(client), path, &Interrupted(), milliseconds(0));
 }
 
 int Trace(const TraceOptions& options) {

@@ -5,12 +5,14 @@
 
 #include <cerrno>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/daemon_dir.h"
 #include "cli/cli_support.h"
 #include "cli/mount_command.h"
+#include "cli/record_command.h"
 #include "cli/run_command.h"
 #include "cli/trace_command.h"
 #include "cli/tree_commands.h"
@@ -42,6 +44,9 @@ struct CommandLine {
   bool append = false;
   bool foreground = false;  // mount's --foreground
   cli::TraceOptions trace;
+  cli::RecordOptions record;
+  std::string format;  // record's and convert's --format
+  bool json = false;   // report's --json
   std::vector<std::string> command;  // run's COMMAND
   std::function<int(const std::string& dir)> run;
 };
@@ -89,6 +94,23 @@ void AddFileCommands(CLI::App& app, CommandLine& line) {
       AddCommand(app, line, "status", "Show the registered user events (user_events_status)",
                  "Same as `udiag cat user_events_status`: a line per event, then the Active and Busy counts.");
   status->callback([&] { line.run = [](const std::string& dir) { return cli::Cat(dir, "user_events_status"); }; });
+}
+
+void AddInstanceCommands(CLI::App& app, CommandLine& line) {
+  CLI::App* mkdir = AddCommand(
+      app, line, "mkdir", "Create a trace instance (instances/NAME)",
+      "Like `mkdir instances/NAME` in tracefs: a new instance with its own buffer, events/*/enable,\n"
+      "set_event, tracing_on, trace, trace_pipe, buffer_size_kb, options/overwrite and snapshot.\n"
+      "Fails with EEXIST if it exists, EINVAL for a bad NAME. Example: udiag mkdir instances/flight");
+  mkdir->add_option("PATH", line.path, "instances/NAME")->required();
+  mkdir->callback([&] { line.run = [&](const std::string& dir) { return cli::MakeDirectory(dir, line.path); }; });
+
+  CLI::App* rmdir = AddCommand(
+      app, line, "rmdir", "Remove a trace instance (instances/NAME)",
+      "Like `rmdir instances/NAME` in tracefs: frees its buffer and releases its enabled events.\n"
+      "Fails with ENOENT if it does not exist, EBUSY while a trace_pipe or record stream reads it.");
+  rmdir->add_option("PATH", line.path, "instances/NAME")->required();
+  rmdir->callback([&] { line.run = [&](const std::string& dir) { return cli::RemoveDirectory(dir, line.path); }; });
 }
 
 void AddEnableCommand(CLI::App& app, CommandLine& line, bool enable) {
@@ -159,6 +181,61 @@ void AddRunCommand(CLI::App& app, CommandLine& line) {
   run->callback([&] { line.run = [&](const std::string& dir) { return cli::Run(dir, line.command); }; });
 }
 
+std::optional<udiag::record::TraceFormat> FormatFlag(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  return udiag::record::ParseTraceFormat(name);
+}
+
+void AddRecordCommands(CLI::App& app, CommandLine& line) {
+  auto formats = CLI::IsMember({"dat", "ctf", "perfetto"});
+  CLI::App* record = AddCommand(
+      app, line, "record", "Record events from every process into a trace file",
+      std::string(
+          "Records through an instance of its own (instances/record-<pid>, removed when udiag exits)\n"
+          "until COMMAND exits and its last events have arrived, or until Ctrl-C without COMMAND.\n"
+          "The events selected with -e (default: all) are enabled, including those created later.\n"
+          "Formats: dat = trace-cmd trace.dat v6 (trace-cmd report, KernelShark), ctf = CTF 1.8\n"
+          "directory (babeltrace2, Trace Compass), perfetto = Perfetto protobuf (ui.perfetto.dev);\n"
+          "default from -o's name: *.pftrace perfetto, *.ctf or a directory ctf, else dat.\n"
+          "Starts a private udiagd when none runs (and sets $UDIAG_DIR for COMMAND). On a terminal\n"
+          "a progress line shows events, MB, events/s and losses; a summary per event ends it.\n"
+          "With --overwrite the instance is a flight recorder: it keeps the newest events that fit\n"
+          "in --size KB and they are written when recording ends.\n") +
+          kEventHelp + "\nExample: udiag record -o app.dat -- ./app; trace-cmd report app.dat");
+  record->add_option("-e,--event", line.record.events, "Events to record (repeatable)");
+  record->add_option("-o,--output", line.record.output, "Output file or CTF directory")->capture_default_str();
+  record->add_option("--format", line.format, "dat, ctf or perfetto (default: from the output's name)")
+      ->check(formats);
+  record->add_flag("--overwrite", line.record.overwrite, "Flight recorder: keep the newest events, write at the end");
+  record->add_option("--size", line.record.size_kb, "Buffer size of the recording instance in KB");
+  record->add_option("COMMAND", line.record.command, "Command to run (put it after `--`)");
+  record->callback([&] {
+    line.run = [&](const std::string& dir) {
+      line.record.dir = dir;
+      line.record.format = FormatFlag(line.format);
+      return cli::Record(line.record);
+    };
+  });
+
+  CLI::App* report = AddCommand(app, line, "report", "Print a trace file (trace.dat or CTF) as text or JSON",
+                                "Like `trace-cmd report`: one line per event, in time order, with lost-event\n"
+                                "notices where events were lost. --json prints one JSON object per event with\n"
+                                "typed fields (EventHeader events decoded by name and type).");
+  report->add_option("FILE", line.path, "trace.dat file or CTF directory written by udiag")->required();
+  report->add_flag("--json", line.json, "One JSON object per event");
+  report->callback([&] { line.run = [&](const std::string&) { return cli::Report(line.path, line.json); }; });
+
+  CLI::App* convert = AddCommand(app, line, "convert", "Convert a trace file between formats",
+                                 "Reads IN (trace.dat or CTF written by udiag) and writes OUT in --format\n"
+                                 "(default: from OUT's name, as for record). Perfetto files cannot be read back.");
+  convert->add_option("IN", line.path, "Input trace")->required();
+  convert->add_option("OUT", line.command, "Output trace")->required()->expected(1);
+  convert->add_option("--format", line.format, "dat, ctf or perfetto")->check(formats);
+  convert->callback([&] {
+    line.run = [&](const std::string&) { return cli::Convert(line.path, line.command.at(0), FormatFlag(line.format)); };
+  });
+}
+
 // A closed stdin, stdout or stderr would be reused by the next open(), and a
 // socket or a child's stream could land on it (CI runners may start us with
 // no stdin).
@@ -178,9 +255,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   AddDirOption(&app, line);
   AddFileCommands(app, line);
+  AddInstanceCommands(app, line);
   AddEnableCommand(app, line, /*enable=*/true);
   AddEnableCommand(app, line, /*enable=*/false);
   AddTraceCommand(app, line);
+  AddRecordCommands(app, line);
   AddMountCommands(app, line);
   AddRunCommand(app, line);
   try {

@@ -1,0 +1,196 @@
+#include "cli/record_command.h"
+
+#include <fmt/format.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "cli/cli_support.h"
+#include "cli/recording_sink.h"
+#include "cli/termination_signals.h"
+#include "consumer/private_daemon.h"
+#include "consumer/record_stream.h"
+#include "consumer/spawn.h"
+
+namespace udiag::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr int kPollMs = 100;
+// Events reach the stream within a few ms of being written; once the command
+// has ended, this much silence means its last events have arrived...
+constexpr milliseconds kDrainQuiet{300};
+// ...but a producer that never stops must not keep us waiting.
+constexpr milliseconds kDrainLimit{3000};
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+class ProgressLine {
+ public:
+  explicit ProgressLine(const RecordingSink& sink) : sink_(sink), shown_(isatty(STDERR_FILENO)) {}
+  ~ProgressLine() {
+    if (drawn_) fmt::print(stderr, "\n");
+  }
+  void Update() {
+    if (!shown_) return;
+    auto now = Clock::now();
+    if (now - last_ < milliseconds(500)) return;
+    double rate = (sink_.events() - last_events_) / Seconds(now - last_);
+    fmt::print(stderr, "\r\033[Kudiag record: {} events, {:.1f} MB, {:.0f} events/s, {} lost", sink_.events(),
+               sink_.bytes() / 1e6, rate, sink_.lost());
+    drawn_ = true;
+    last_ = now;
+    last_events_ = sink_.events();
+  }
+
+ private:
+  const RecordingSink& sink_;
+  bool shown_;
+  bool drawn_ = false;
+  Clock::time_point last_ = Clock::now();
+  uint64_t last_events_ = 0;
+};
+
+// Streams until `stop` is set, then until the stream has been quiet for
+// kDrainQuiet (at most kDrainLimit). 0 or an errno.
+int Stream(consumer::RecordStream& stream, RecordingSink& sink, ProgressLine& progress,
+           const std::atomic<bool>& stop) {
+  Clock::time_point stopped{}, quiet_since{};
+  for (;;) {
+    bool stopping = stop.load();
+    if (stopping && stopped == Clock::time_point{}) stopped = quiet_since = Clock::now();
+    int err = stream.Poll(kPollMs, sink);
+    progress.Update();
+    if (err == EPIPE) return 0;
+    if (err && err != ETIMEDOUT) return err;
+    if (!stopping) continue;
+    auto now = Clock::now();
+    if (!err) quiet_since = now;
+    if (now - quiet_since >= kDrainQuiet || now - stopped >= kDrainLimit) return 0;
+  }
+}
+
+// Hands the stream whatever is still buffered (nothing new is coming).
+int DrainRest(consumer::RecordStream& stream, RecordingSink& sink) {
+  for (;;) {
+    int err = stream.Poll(kPollMs, sink);
+    if (err == ETIMEDOUT || err == EPIPE) return 0;
+    if (err) return err;
+  }
+}
+
+struct Session {
+  std::string dir;
+  std::unique_ptr<consumer::PrivateDaemon> private_daemon;  // outlives the client
+  std::optional<consumer::ConsumerClient> control;
+  std::string instance;
+  std::string path;  // "instances/<instance>"
+};
+
+int StartSession(const RecordOptions& options, Session* session) {
+  session->dir = options.dir;
+  auto client = ConnectOrStartPrivate(&session->dir, "recording", &session->private_daemon);
+  if (!client.ok()) return kExitFailure;
+  session->control.emplace(std::move(client).value());
+  session->instance = fmt::format("record-{}", getpid());
+  session->path = "instances/" + session->instance;
+  // Owned by this connection: it goes away with us, however we end.
+  if (int err = session->control->Mkdir(session->path, /*owned=*/true)) return Fail("mkdir " + session->path, err);
+  if (options.size_kb) {
+    std::string file = session->path + "/buffer_size_kb";
+    if (int err = session->control->Write(file, std::to_string(options.size_kb), false)) return Fail(file, err);
+  }
+  if (options.overwrite) {
+    std::string file = session->path + "/options/overwrite";
+    if (int err = session->control->Write(file, "1", false)) return Fail(file, err);
+  }
+  std::vector<std::string> globs = options.events.empty() ? std::vector<std::string>{"*"} : options.events;
+  for (const std::string& glob : globs) {
+    if (int err = session->control->AutoEnable(glob, session->instance)) return Fail("enable " + glob, err);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int Record(const RecordOptions& options) {
+  Session session;
+  if (int status = StartSession(options, &session)) return status;
+  record::TraceFormat format = options.format.value_or(record::FormatForOutput(options.output));
+  auto writer = record::OpenTraceWriter(format, options.output);
+  if (!writer.ok()) return Fail(options.output, writer.error());
+  RecordingSink sink(writer->get());
+  ProgressLine progress(sink);
+
+  std::unique_ptr<consumer::RecordStream> stream;
+  auto open_stream = [&]() -> int {
+    auto opened = consumer::RecordStream::Open(session.dir, session.instance);
+    if (!opened.ok()) return Fail("record stream", opened.error());
+    stream = std::move(opened).value();
+    return 0;
+  };
+  // A flight recorder keeps its newest events in the daemon until the end.
+  if (!options.overwrite && open_stream()) return kExitFailure;
+
+  auto started = Clock::now();
+  std::atomic<bool> exited{false};
+  int status = 0;
+  std::thread waiter;
+  if (!options.command.empty()) {
+    setenv("UDIAG_DIR", session.dir.c_str(), 1);
+    auto pid = consumer::Spawn(options.command);
+    if (!pid.ok()) {
+      Fail("cannot run " + options.command[0], pid.error());
+      return pid.error() == ENOENT ? 127 : 126;  // as shells report it
+    }
+    HandleTerminationSignals(*pid);
+    waiter = std::thread([&, pid = *pid] {
+      status = consumer::WaitForExit(pid);
+      exited = true;
+    });
+  } else {
+    HandleTerminationSignals(0);
+  }
+  const std::atomic<bool>& stop = options.command.empty() ? Interrupted() : exited;
+
+  int err = 0;
+  if (stream) {
+    err = Stream(*stream, sink, progress, stop);
+  } else {
+    while (!stop.load()) std::this_thread::sleep_for(milliseconds(kPollMs));
+    std::this_thread::sleep_for(kDrainQuiet);  // the command's last events
+  }
+  // Freeze the instance, then take what it still holds.
+  if (!err) err = session.control->Write(session.path + "/tracing_on", "0", false);
+  if (!err && !stream) err = open_stream() ? EIO : 0;
+  if (!err) err = DrainRest(*stream, sink);
+  if (waiter.joinable()) waiter.join();
+  if (err) return Fail("recording", err);
+
+  record::TraceInfo info;
+  info.cpus = std::max<uint32_t>(sink.cpus(), static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF)));
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  info.hostname = host;
+  info.lost_at_end = sink.trailing_lost();
+  if (int finish = (*writer)->Finish(info)) return Fail(options.output, finish);
+
+  double secs = Seconds(Clock::now() - started);
+  fmt::print(stderr, "udiag record: {} events ({:.1f} MB) in {:.1f} s, {} lost -> {} ({})\n", sink.events(),
+             sink.bytes() / 1e6, secs, sink.lost(), options.output, record::TraceFormatName(format));
+  if (sink.restamped()) {
+    fmt::print(stderr, "udiag record: {} events committed late were stamped with the time before them\n",
+               sink.restamped());
+  }
+  fmt::print(stderr, "{}", sink.Summary());
+  return status;
+}
+
+}  // namespace udiag::cli

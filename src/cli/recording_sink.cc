@@ -1,0 +1,50 @@
+#include "cli/recording_sink.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace udiag::cli {
+
+void RecordingSink::OnEventType(const record::EventType& type) {
+  if (type.id >= by_id_.size()) by_id_.resize(type.id + 1);
+  if (by_id_[type.id].name.empty()) order_.push_back(type.id);
+  by_id_[type.id].name = type.system + ":" + type.name;
+  writer_->AddEventType(type);
+}
+
+void RecordingSink::OnTask(const record::Task& task) { writer_->AddTask(task); }
+
+void RecordingSink::OnRecord(const record::Record& record) {
+  record::Record out = record;
+  if (out.timestamp < last_timestamp_) {
+    out.timestamp = last_timestamp_;
+    ++restamped_;
+  }
+  last_timestamp_ = out.timestamp;
+  // Losses reported on their own belong before the next record.
+  out.lost_before += pending_lost_;
+  pending_lost_ = 0;
+  lost_ += record.lost_before;
+  ++events_;
+  bytes_ += record.data.size();
+  max_cpu_ = std::max(max_cpu_, record.cpu);
+  if (record.event_id < by_id_.size()) ++by_id_[record.event_id].count;
+  writer_->Write(out);
+}
+
+void RecordingSink::OnLost(uint64_t count) {
+  lost_ += count;
+  pending_lost_ += count;
+}
+
+std::string RecordingSink::Summary() const {
+  size_t width = 5;
+  for (uint32_t id : order_) width = std::max(width, by_id_[id].name.size());
+  std::string out = fmt::format("  {:<{}}  {:>12}\n", "EVENT", width, "COUNT");
+  for (uint32_t id : order_) out += fmt::format("  {:<{}}  {:>12}\n", by_id_[id].name, width, by_id_[id].count);
+  out += fmt::format("  {:<{}}  {:>12}\n", "(lost, any event)", width, lost_);
+  return out;
+}
+
+}  // namespace udiag::cli

@@ -1,0 +1,51 @@
+// Where `udiag record` puts the record stream: into a trace file writer,
+// counting per event for the summary. Timestamps handed to the writer never
+// go backwards: a record committed late (its thread was preempted between
+// taking the time and committing) is stamped with the previous time, and
+// counted, so every format gets the order it needs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "consumer/record_stream.h"
+#include "record/trace_model.h"
+
+namespace udiag::cli {
+
+class RecordingSink : public consumer::RecordSink {
+ public:
+  explicit RecordingSink(record::TraceWriter* writer) : writer_(writer) {}
+
+  void OnEventType(const record::EventType& type) override;
+  void OnTask(const record::Task& task) override;
+  void OnRecord(const record::Record& record) override;
+  void OnLost(uint64_t count) override;
+
+  uint64_t events() const { return events_; }
+  uint64_t bytes() const { return bytes_; }
+  uint64_t lost() const { return lost_; }
+  uint64_t restamped() const { return restamped_; }
+  // Losses after the last record, for TraceInfo::lost_at_end.
+  uint64_t trailing_lost() const { return pending_lost_; }
+  uint32_t cpus() const { return max_cpu_ + 1; }
+
+  // "  <system>:<name>  <count>" lines, in order of first appearance, and a
+  // line for the losses (which cannot be told apart by event).
+  std::string Summary() const;
+
+ private:
+  struct Counted {
+    std::string name;
+    uint64_t count = 0;
+  };
+  record::TraceWriter* writer_;
+  std::vector<uint32_t> order_;       // event ids in order of first appearance
+  std::vector<Counted> by_id_;         // indexed by event id
+  uint64_t events_ = 0, bytes_ = 0, lost_ = 0, restamped_ = 0, pending_lost_ = 0;
+  uint64_t last_timestamp_ = 0;
+  uint16_t max_cpu_ = 0;
+};
+
+}  // namespace udiag::cli

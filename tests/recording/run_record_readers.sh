@@ -1,0 +1,67 @@
+#!/bin/sh
+# `udiag record` as a new user runs it, checked by the real readers:
+# trace.dat with trace-cmd, CTF with babeltrace2, Perfetto with protoc, and
+# `udiag report`/`convert` round trips. Starts no daemon: udiag record does.
+# Usage: run_record_readers.sh BIN_DIR
+BIN_DIR="$1"
+UDIAG="$BIN_DIR/udiag"
+T=$(mktemp -d)
+unset UDIAG_DIR
+export UDIAG_DIR="$T/no-daemon-here"
+fail() { echo "FAIL: $*"; rm -rf "$T"; exit 1; }
+
+# 1. trace.dat: every event of the example, with its fields.
+"$UDIAG" record -o "$T/t.dat" -- "$BIN_DIR/example_cpp" 4 2>"$T/err" || { cat "$T/err"; fail "record to trace.dat"; }
+cat "$T/err"
+grep -q 'user_events:http_request  *4$' "$T/err" || fail "the summary does not count 4 http_request"
+grep -q ' 0 lost' "$T/err" || fail "the summary reports losses"
+trace-cmd report "$T/t.dat" >"$T/report" 2>&1 || { cat "$T/report"; fail "trace-cmd report failed"; }
+cat "$T/report"
+grep -q 'FAILED TO PARSE' "$T/report" && fail "trace-cmd could not parse an event"
+[ "$(grep -c 'http_request: *status=200 latency_ns=1500 path=/items/0$' "$T/report")" = 1 ] ||
+  fail "trace-cmd report lacks the first http_request with its fields"
+# Raw field view: dynamic byte arrays too.
+trace-cmd report -R "$T/t.dat" 2>&1 | grep -q 'packet: *kind=65 bytes=ARRAY\[de, ad, 00\]$' ||
+  fail "trace-cmd report -R lacks the first packet's bytes"
+[ "$(grep -c 'http_request:' "$T/report")" = 4 ] || fail "trace-cmd report does not show 4 http_request"
+[ "$(grep -c 'packet: *kind=' "$T/report")" = 4 ] || fail "trace-cmd report does not show 4 packet"
+grep -q 'example_cpp-' "$T/report" || fail "trace-cmd report does not name the task"
+trace-cmd report --check-events "$T/t.dat" >/dev/null 2>&1 || fail "trace-cmd report --check-events"
+
+# 2. udiag report reads it back, as text and JSON.
+"$UDIAG" report "$T/t.dat" >"$T/ureport" || fail "udiag report"
+[ "$(grep -c 'http_request: status=' "$T/ureport")" = 4 ] || { cat "$T/ureport"; fail "udiag report lacks events"; }
+"$UDIAG" report --json "$T/t.dat" >"$T/json" || fail "udiag report --json"
+python3 - "$T/json" <<'PY' || fail "udiag report --json is not right"
+import json, sys
+events = [json.loads(line) for line in open(sys.argv[1])]
+req = [e for e in events if e.get("event") == "http_request"]
+assert len(req) == 4, req
+assert req[0]["fields"]["status"] == 200 and req[0]["fields"]["path"] == "/items/0", req[0]
+assert req[1]["fields"]["status"] == 404, req[1]
+assert all(e["comm"] == "example_cpp" for e in events), events
+PY
+
+# 3. CTF: babeltrace2 prints every field.
+"$UDIAG" record --format ctf -o "$T/t.ctf" -- "$BIN_DIR/example_cpp" 3 2>"$T/err" || { cat "$T/err"; fail "record to CTF"; }
+babeltrace2 "$T/t.ctf" >"$T/bt" 2>&1 || { cat "$T/bt"; fail "babeltrace2 failed"; }
+cat "$T/bt"
+[ "$(grep -c 'http_request' "$T/bt")" = 3 ] || fail "babeltrace2 does not show 3 http_request"
+grep 'http_request' "$T/bt" | head -1 | grep -q 'status = 200' || fail "babeltrace2 lacks the status field"
+grep 'http_request' "$T/bt" | head -1 | grep -q 'path = "/items/0"' || fail "babeltrace2 lacks the path field"
+
+# 4. convert trace.dat -> CTF -> trace.dat keeps the events.
+"$UDIAG" convert "$T/t.dat" "$T/c.ctf" || fail "convert to CTF"
+babeltrace2 "$T/c.ctf" | grep -c 'http_request' | grep -qx 4 || fail "converted CTF lacks events"
+"$UDIAG" convert "$T/c.ctf" "$T/c.dat" || fail "convert back to trace.dat"
+trace-cmd report "$T/c.dat" 2>&1 | grep -c 'http_request: *status=' | grep -qx 4 || fail "round trip lost events"
+
+# 5. Perfetto: a protobuf Trace with the events.
+"$UDIAG" record -o "$T/t.pftrace" -- "$BIN_DIR/example_cpp" 2 2>"$T/err" || { cat "$T/err"; fail "record to Perfetto"; }
+protoc --decode_raw <"$T/t.pftrace" >"$T/raw" || fail "the Perfetto file is not protobuf"
+grep -q 'http_request' "$T/raw" || fail "the Perfetto file lacks the events"
+"$UDIAG" report "$T/t.pftrace" 2>"$T/err" && fail "udiag report read a Perfetto file"
+grep -q 'cannot be read back' "$T/err" || { cat "$T/err"; fail "udiag report does not say Perfetto cannot be read"; }
+
+rm -rf "$T"
+echo "record readers: ok"

@@ -1,0 +1,57 @@
+#!/bin/sh
+# Several consumers at once, and the flight recorder, against one daemon:
+# two `udiag record` sessions and a `udiag trace` each get every event a
+# producer writes; `udiag record --overwrite` keeps the newest events.
+# Usage: run_record_sessions.sh BIN_DIR
+BIN_DIR="$1"
+UDIAG="$BIN_DIR/udiag"
+T=$(mktemp -d)
+"$BIN_DIR/udiagd" --dir "$T/d" & DAEMON=$!
+export UDIAG_DIR="$T/d"
+i=0; while [ ! -S "$T/d/control.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+cleanup() { kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null; rm -rf "$T"; }
+fail() { echo "FAIL: $*"; cleanup; exit 1; }
+N=20000
+
+# The event exists first, so we can see when every consumer has enabled it.
+"$UDIAG" write --append dynamic_events 'u:counted u64 seq' || fail "cannot create the event"
+"$UDIAG" record -e counted -o "$T/a.dat" 2>"$T/a.err" & A=$!
+"$UDIAG" record -e counted --format ctf -o "$T/b.ctf" 2>"$T/b.err" & B=$!
+"$UDIAG" trace -e counted >"$T/trace.txt" 2>"$T/trace.err" & C=$!
+enabled_everywhere() {
+  n=0
+  for d in $("$UDIAG" ls instances 2>/dev/null); do
+    [ "$("$UDIAG" cat "instances/$d/events/user_events/counted/enable" 2>/dev/null)" = 1 ] && n=$((n+1))
+  done
+  [ $n -ge 2 ] && [ "$("$UDIAG" cat events/user_events/counted/enable)" = 1 ]
+}
+i=0; until enabled_everywhere; do i=$((i+1)); [ $i -lt 200 ] || fail "the consumers did not enable the event"; sleep 0.05; done
+"$UDIAG" cat user_events_status | grep -q '^counted # Used by ftrace record$' ||
+  { "$UDIAG" cat user_events_status; fail "user_events_status does not say ftrace and record use the event"; }
+
+"$BIN_DIR/counting_producer" $N || fail "the producer failed"
+# Every consumer drains what it has, then stops.
+i=0; until [ "$(grep -c 'counted: seq=' "$T/trace.txt")" -ge $N ] || [ $i -ge 200 ]; do i=$((i+1)); sleep 0.05; done
+sleep 0.5
+kill -INT $A $B $C; wait $A; RA=$?; wait $B; RB=$?; wait $C
+[ $RA = 0 ] && [ $RB = 0 ] || { cat "$T/a.err" "$T/b.err"; fail "a recording failed"; }
+cat "$T/a.err" "$T/b.err"
+[ "$("$UDIAG" report "$T/a.dat" | grep -c 'counted: seq=')" = $N ] || fail "recording A does not have all $N events"
+[ "$("$UDIAG" report "$T/b.ctf" | grep -c 'counted: seq=')" = $N ] || fail "recording B does not have all $N events"
+[ "$(grep -c 'counted: seq=' "$T/trace.txt")" = $N ] || fail "trace_pipe does not have all $N events"
+# The sessions removed their instances on the way out.
+[ -z "$("$UDIAG" ls instances)" ] || fail "record instances were left behind"
+
+# Flight recorder: a small overwrite buffer keeps the newest events only.
+# (Paced at about 1 M events/s: a burst faster than the daemon drains would
+# lose events in the producer's ring, the newest included.)
+"$UDIAG" record --overwrite --size 256 -e counted -o "$T/fr.dat" -- "$BIN_DIR/counting_producer" 100000 1000 2>"$T/fr.err" ||
+  { cat "$T/fr.err"; fail "flight recorder failed"; }
+cat "$T/fr.err"
+"$UDIAG" report "$T/fr.dat" >"$T/fr.txt" || fail "cannot read the flight recording"
+kept=$(grep -c 'counted: seq=' "$T/fr.txt")
+[ "$kept" -gt 0 ] && [ "$kept" -lt 100000 ] || fail "the flight recorder kept $kept events"
+grep -q 'counted: seq=0x1869f (99999)$' "$T/fr.txt" || fail "the newest event is not in the flight recording"
+grep -q 'counted: seq=0x0 (0)$' "$T/fr.txt" && fail "the oldest event survived a 256 KB flight recorder"
+cleanup
+echo "record sessions: ok"
