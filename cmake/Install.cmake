@@ -3,6 +3,8 @@
 #   bin/udiagd  bin/udiag
 #   lib/libudiag.so -> libudiag.so.0 -> libudiag.so.<version>
 #   lib/libudiag-preload.so (LD_PRELOAD drop-in, docs/dropin.md)
+#   lib/libudiag-mmio.so -> libudiag-mmio.so.0 -> ... (access probes, docs/mmio.md)
+#   lib/libudiag-mmiotrace.so (udiag mmiotrace's mapping hooks, docs/mmiotrace.md)
 #   include/udiag/*.h *.hpp
 #   lib/pkgconfig/udiag.pc
 #   lib/cmake/udiag/{udiagConfig,udiagConfigVersion,udiagTargets*}.cmake
@@ -18,7 +20,7 @@ install(DIRECTORY include/udiag DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 add_library(udiag::udiag ALIAS udiag)
 install(TARGETS udiag EXPORT udiagTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS udiag-preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS udiag-preload udiag-mmio udiag-mmiotrace LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(EXPORT udiagTargets NAMESPACE udiag:: DESTINATION ${UDIAG_INSTALL_CMAKEDIR})
 configure_package_config_file(cmake/udiagConfig.cmake.in "${PROJECT_BINARY_DIR}/cmake/udiagConfig.cmake"
                               INSTALL_DESTINATION ${UDIAG_INSTALL_CMAKEDIR})

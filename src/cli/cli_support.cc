@@ -1,9 +1,13 @@
 #include "cli/cli_support.h"
 
 #include <fmt/format.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <vector>
 
 #include "base/daemon_dir.h"
 #include "base/errno_name.h"
@@ -57,6 +61,23 @@ bool WriteToStdout(std::string_view text) {
     text.remove_prefix(n);
   }
   return true;
+}
+
+std::string FindUdiagLibrary(const std::string& name) {
+  std::vector<std::string> bin_dirs;
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) {
+    std::string path(exe, static_cast<size_t>(n));
+    bin_dirs.push_back(path.substr(0, path.rfind('/')));
+  }
+  if (const char* bin = getenv("UDIAG_BIN_DIR"); bin && *bin) bin_dirs.push_back(bin);
+  for (const std::string& bin : bin_dirs) {
+    std::string candidate = bin + "/../lib/" + name;
+    struct stat st {};
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return candidate;
+  }
+  return "";
 }
 
 }  // namespace udiag::cli

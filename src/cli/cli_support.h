@@ -33,6 +33,10 @@ base::ErrorOr<consumer::ConsumerClient> ConnectOrExplain(const std::string& dir)
 base::ErrorOr<consumer::ConsumerClient> ConnectOrStartPrivate(
     std::string* dir, std::string_view doing, std::unique_ptr<consumer::PrivateDaemon>* private_daemon);
 
+// ../lib/<name> next to this program, else under $UDIAG_BIN_DIR/../lib (an
+// install and a build tree alike); empty when neither has it.
+std::string FindUdiagLibrary(const std::string& name);
+
 // Writes all of `text` to stdout, unbuffered; false when stdout is gone.
 bool WriteToStdout(std::string_view text);
 

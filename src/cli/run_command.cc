@@ -51,36 +51,9 @@ void InstallForwarding(pid_t target) {
   sigaction(SIGTERM, &action, nullptr);
 }
 
-bool IsFile(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 bool IsDirectory(const char* path) {
   struct stat st {};
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-std::string Dirname(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-// ../lib/libudiag-preload.so from our executable, else from $UDIAG_BIN_DIR.
-std::string FindPreload() {
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n > 0) {
-    exe[n] = '\0';
-    std::string candidate = Dirname(exe) + "/../lib/" + kPreloadName;
-    if (IsFile(candidate)) return candidate;
-  }
-  if (const char* bin = getenv("UDIAG_BIN_DIR"); bin && *bin) {
-    std::string candidate = std::string(bin) + "/../lib/" + kPreloadName;
-    if (IsFile(candidate)) return candidate;
-  }
-  return "";
 }
 
 bool WriteFile(const char* path, const std::string& text) {
@@ -257,7 +230,7 @@ int Run(const std::string& requested_dir, const std::vector<std::string>& comman
   std::string dir = requested_dir;
   std::unique_ptr<consumer::PrivateDaemon> private_daemon;
   if (!ConnectOrStartPrivate(&dir, "running", &private_daemon).ok()) return kExitFailure;
-  std::string preload = FindPreload();
+  std::string preload = FindUdiagLibrary(kPreloadName);
   if (preload.empty()) {
     fmt::print(stderr, "udiag: run: cannot find {} (looked in ../lib next to this program and in "
                        "$UDIAG_BIN_DIR/../lib)\n",

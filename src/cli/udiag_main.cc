@@ -11,6 +11,8 @@
 
 #include "base/daemon_dir.h"
 #include "cli/cli_support.h"
+#include "cli/mark_command.h"
+#include "cli/mmiotrace_command.h"
 #include "cli/mount_command.h"
 #include "cli/record_command.h"
 #include "cli/run_command.h"
@@ -44,6 +46,7 @@ struct CommandLine {
   bool append = false;
   bool foreground = false;  // mount's --foreground
   cli::TraceOptions trace;
+  cli::MmiotraceOptions mmiotrace;
   cli::RecordOptions record;
   std::string format;  // record's and convert's --format
   bool json = false;   // report's --json
@@ -236,6 +239,37 @@ void AddRecordCommands(CLI::App& app, CommandLine& line) {
   });
 }
 
+void AddMmiotraceCommands(CLI::App& app, CommandLine& line) {
+  CLI::App* mmiotrace = AddCommand(
+      app, line, "mmiotrace", "Log a command's device (MMIO) accesses in mmiotrace's format",
+      "Runs COMMAND with libudiag-mmiotrace.so preloaded. Every shared mapping it makes of a device\n"
+      "(/dev/uio*, /sys/bus/pci/devices/*/resource*, VFIO regions, /dev/mem, or a --map file) is\n"
+      "traced: the log gets MAP/UNMAP, one R or W line per access (UNKNOWN when not decoded) and\n"
+      "MARK lines from `udiag mark`, in the kernel's mmiotrace format, with real pids and pcs.\n"
+      "Forked children and exec'd programs are traced too. The accesses are also the events\n"
+      "mmiotrace_rw, mmiotrace_map and mmiotrace_mark of udiagd. Exits with COMMAND's status;\n"
+      "prints a summary on stderr. Reference: docs/mmiotrace.md.\n"
+      "Example: udiag mmiotrace --map /dev/shm/simdev -o simdev.log -- ./mmio_driver /dev/shm/simdev");
+  mmiotrace->add_option("-o,--output", line.mmiotrace.output, "Write the log to FILE (default: stdout)");
+  mmiotrace->add_option("--map", line.mmiotrace.maps, "Also trace shared mappings of PATH (phys = file offset); repeatable")
+      ->allow_extra_args(false);
+  mmiotrace->add_option("--mode", line.mmiotrace.mode, "How accesses are trapped (default: emulate)")
+      ->check(CLI::IsMember({"emulate", "rebase-step", "single-step"}));
+  mmiotrace->add_option("COMMAND", line.mmiotrace.command, "Command to run (put it after `--`)")->required();
+  mmiotrace->callback([&] {
+    line.run = [&](const std::string& dir) {
+      line.mmiotrace.dir = dir;
+      return cli::Mmiotrace(line.mmiotrace);
+    };
+  });
+
+  CLI::App* mark = AddCommand(app, line, "mark", "Add a MARK line to the running mmiotrace sessions",
+                              "The words are joined by spaces. Every `udiag mmiotrace` of this daemon directory\n"
+                              "gets the mark, stamped now; fails if none is running.");
+  mark->add_option("TEXT", line.words, "Text of the mark")->required();
+  mark->callback([&] { line.run = [&](const std::string& dir) { return cli::Mark(dir, line.words); }; });
+}
+
 // A closed stdin, stdout or stderr would be reused by the next open(), and a
 // socket or a child's stream could land on it (CI runners may start us with
 // no stdin).
@@ -262,6 +296,7 @@ int main(int argc, char** argv) {
   AddRecordCommands(app, line);
   AddMountCommands(app, line);
   AddRunCommand(app, line);
+  AddMmiotraceCommands(app, line);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -5,37 +5,14 @@
 #include <cmath>
 #include <cstring>
 
+#include "schema/test_record.h"
+
 namespace udiag::schema {
 namespace {
 
-std::vector<Field> FieldsOf(std::string_view args) {
-  EventDescription event;
-  EXPECT_EQ(ParseCommand("test " + std::string(args), &event), 0) << args;
-  return event.fields;
-}
-
-// Common header, then the given payload bytes.
-class Record {
- public:
-  Record() : bytes_{0x2a, 0, 0, 0, 0x10, 0, 0, 0} {}
-  template <typename T>
-  Record& Add(T value) {
-    size_t at = bytes_.size();
-    bytes_.resize(at + sizeof(value));
-    std::memcpy(bytes_.data() + at, &value, sizeof(value));
-    return *this;
-  }
-  Record& AddBytes(std::vector<uint8_t> bytes) {
-    bytes_.insert(bytes_.end(), bytes.begin(), bytes.end());
-    return *this;
-  }
-  std::span<const uint8_t> span() const { return bytes_; }
-
- private:
-  std::vector<uint8_t> bytes_;
-};
-
-uint32_t Loc(uint32_t offset, uint32_t size) { return size << 16 | offset; }
+using testing::FieldsOf;
+using testing::Record;
+constexpr auto Loc = testing::LocWord;
 
 TypedValue Scalar(ValueKind kind, uint64_t bits, std::string name = "") {
   TypedValue value;

@@ -4,43 +4,14 @@
 
 #include <cstring>
 
+#include "schema/test_record.h"
+
 namespace udiag::schema {
 namespace {
 
-std::vector<Field> FieldsOf(std::string_view args) {
-  EventDescription event;
-  EXPECT_EQ(ParseCommand("test " + std::string(args), &event), 0) << args;
-  return event.fields;
-}
-
-// A record: a common header with arbitrary contents, then the payload.
-class Record {
- public:
-  Record() : bytes_{0x2a, 0x00, 0x01, 0x02, 0x78, 0x56, 0x34, 0x12} {}
-
-  template <typename T>
-  Record& Add(T value) {
-    size_t at = bytes_.size();
-    bytes_.resize(at + sizeof(value));
-    std::memcpy(bytes_.data() + at, &value, sizeof(value));
-    return *this;
-  }
-  // Adds the bytes of `text` including its terminating NUL.
-  Record& AddString(const char* text) {
-    bytes_.insert(bytes_.end(), text, text + std::strlen(text) + 1);
-    return *this;
-  }
-  Record& AddBytes(std::vector<uint8_t> bytes) {
-    bytes_.insert(bytes_.end(), bytes.begin(), bytes.end());
-    return *this;
-  }
-  std::span<const uint8_t> span() const { return bytes_; }
-
- private:
-  std::vector<uint8_t> bytes_;
-};
-
-uint32_t DynLoc(uint32_t offset, uint32_t size) { return size << 16 | offset; }
+using testing::FieldsOf;
+using testing::Record;
+constexpr auto DynLoc = testing::LocWord;
 
 std::string Render(std::string_view args, const Record& record) {
   return RenderFields(FieldsOf(args), record.span());

@@ -1,0 +1,49 @@
+// The background writer of a traced process: every few milliseconds it
+// drains the thread rings, sends the records (and the count of dropped ones)
+// to the session, and writes the enabled mmiotrace_* events to udiagd.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "mmiotrace/record.h"
+#include "mmiotrace/thread_rings.h"
+#include "mmiotrace/trace_events.h"
+
+namespace udiag::mmiotrace {
+
+class Writer {
+ public:
+  Writer(ThreadRings* rings, std::string socket_path) : rings_(rings), socket_path_(std::move(socket_path)) {}
+
+  // Connects to the session, opens the event set and starts the thread.
+  void Start();
+  // Stops the thread and sends what is still queued (at exit).
+  void Stop();
+  // In a fork child: the parent's thread and connection are not ours; a
+  // new connection tells the session about this process.
+  void RestartInForkChild();
+
+ private:
+  static void* ThreadMain(void* self);
+  void Connect();
+  void StartThread();
+  void Flush();
+  void Send(const void* data, size_t size);
+
+  ThreadRings* rings_;
+  std::string socket_path_;
+  int socket_ = -1;
+  TraceEvents events_;
+  pthread_t thread_{};
+  void* stack_ = nullptr;
+  bool running_ = false;
+  std::atomic<bool> stop_{false};
+  std::vector<Record> drained_;
+  std::vector<uint8_t> message_;
+};
+
+}  // namespace udiag::mmiotrace
