@@ -12,7 +12,7 @@ OUT=$(mktemp -d /tmp/udiag-bench.XXXXXX)
 GB=(--benchmark_format=json --benchmark_min_time="$MIN_TIME")
 
 echo "results in $OUT" >&2
-for b in ring_bench udiag_bench dropin_bench sustained_bench; do
+for b in ring_bench udiag_bench dropin_bench sustained_bench consumers_bench record_stream_bench flood_producer mmio_bench; do
   [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (build with -DUDIAG_BUILD_BENCH=ON)" >&2; exit 1; }
 done
 
@@ -65,7 +65,31 @@ LD_PRELOAD="$BUILD/lib/libudiag-preload.so" "$BIN/dropin_bench" "${GB[@]}" \
 echo "running sustained_bench ($SECS s)..." >&2
 "$BIN/sustained_bench" "$SECS" >"$OUT/sustained.txt" 2>"$OUT/sustained.err"
 
-LTTNG_NOTE="$lttng_note" python3 - "$OUT" <<'PY'
+# --- Issue 4: recording ------------------------------------------------------
+echo "running consumers_bench (0, 1, 3 record sessions)..." >&2
+"$BIN/consumers_bench" "${GB[@]}" >"$OUT/consumers.json" 2>"$OUT/consumers.err"
+echo "running record_stream_bench ($SECS s, unpaced and at 5 M/s)..." >&2
+"$BIN/record_stream_bench" "$SECS" "$OUT/stream.bin" 0 >"$OUT/stream_full.txt" 2>"$OUT/stream_full.err"
+"$BIN/record_stream_bench" "$SECS" "$OUT/stream.bin" 5000000 >"$OUT/stream_5m.txt" 2>"$OUT/stream_5m.err"
+rm -f "$OUT/stream.bin"
+# `udiag record` as users run it, into trace.dat, with its own private daemon.
+record_run() {  # NAME COMMAND...
+  local name=$1; shift
+  UDIAG_DIR="$OUT/record-daemon-$name" "$BUILD/bin/udiag" record -e flood -o "$OUT/$name.dat" -- "$@" \
+    >"$OUT/$name.out" 2>"$OUT/$name.err"
+  stat -c %s "$OUT/$name.dat" >"$OUT/$name.size" 2>/dev/null
+  rm -f "$OUT/$name.dat"
+}
+echo "running udiag record of one flood producer ($SECS s)..." >&2
+record_run record1 "$BIN/flood_producer" "$SECS"
+echo "running udiag record of eight flood producers ($SECS s)..." >&2
+record_run record8 sh -c 'for i in 1 2 3 4 5 6 7 8; do "$0" "$1" & done; wait' "$BIN/flood_producer" "$SECS"
+
+# --- Issue 5: memory-access probes ----------------------------------------------
+echo "running mmio_bench..." >&2
+"$BIN/mmio_bench" "${GB[@]}" >"$OUT/mmio.json" 2>"$OUT/mmio.err"
+
+LTTNG_NOTE="$lttng_note" SECS="$SECS" python3 - "$OUT" <<'PY'
 import json, os, re, sys
 out = sys.argv[1]
 
@@ -174,4 +198,59 @@ print(f"| written - delivered | {n('lost_total')} |")
 print(f"| daemon peak RSS (VmHWM) | {n('daemon_vmhwm_kb')} kB |")
 print(f"\nenable propagation (tree write of 1/0 -> producer bit flips, 200 flips): "
       f"p50 {g('enable_latency_us_p50')} us, p99 {g('enable_latency_us_p99')} us, timeouts {g('enable_latency_timeouts')}")
+
+# Issue 4: the producer's cost against the number of record sessions.
+cons = load("consumers.json")
+c0 = median(cons, "BM_EnabledWriteWithConsumers/0")[0]
+print("\n| recording (issue 4) | value | ratio to 0 consumers |")
+print("|---|---|---|")
+for k in (0, 1, 3):
+    v, err = median(cons, f"BM_EnabledWriteWithConsumers/{k}")
+    print(f"| enabled write with {k} record sessions reading | {f'{v:,.2f} ns' if v else err} | "
+          f"{f'{v / c0:.2f}x' if v and c0 else ''} |")
+secs = float(os.environ.get("SECS", "10"))
+for name, what in (("record1", "1 flood producer"), ("record8", "8 flood producers")):
+    try:
+        err = open(os.path.join(out, name + ".err")).read()
+        m = re.search(r"udiag record: (\d+) events \(([\d.]+) MB\) in ([\d.]+) s, (\d+) lost", err)
+        written = sum(int(x) for x in re.findall(r"written (\d+)", open(os.path.join(out, name + ".out")).read()))
+        size = int(open(os.path.join(out, name + ".size")).read())
+        ev, lost = int(m.group(1)), int(m.group(4))
+        print(f"| udiag record -o x.dat, {what}, {secs:g} s | written {written:,}, recorded {ev:,} "
+              f"({ev / secs / 1e6:.2f} M events/s, {size / secs / 1e6:.0f} MB/s of trace.dat), lost {lost:,} "
+              f"({100.0 * lost / max(written, 1):.1f} %) | |")
+    except Exception as e:
+        print(f"| udiag record, {what} | failed: {e} | |")
+for name, what in (("stream_full", "unpaced"), ("stream_5m", "paced at 5 M/s")):
+    kv = {}
+    try:
+        for line in open(os.path.join(out, name + ".txt")):
+            k, _, v = line.strip().partition(" ")
+            kv[k] = v
+    except OSError:
+        pass
+    print(f"| record stream into a file, 1 producer {what} | " +
+          (", ".join(f"{k} {v}" for k, v in kv.items()) or "failed") + " | |")
+
+# Issue 5: cost per traced access (wall time), designs side by side.
+mm = load("mmio.json")
+def mmio(name):
+    for b in mm:
+        if b["name"] == name or b.get("run_name") == name:
+            scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
+            return b["real_time"] * scale, b.get("logged")
+    return None, None
+print("\n| memory-access probes (issue 5) | alone | + spinning thread | + thread faulting on the page (logged share) |")
+print("|---|---|---|---|")
+fl, _ = mmio("BM_SignalRoundTripFloor/real_time")
+print(f"| kernel floor: SIGSEGV round trip | {fl / 1e3:.2f} us | | |" if fl else "| kernel floor | not run | | |")
+for mode, label in ((0, "B: decode + emulate (default)"), (1, "B': rebase + single-step"), (2, "A: kmmio single-step")):
+    cells = []
+    for bg in (0, 1, 2):
+        v, logged = mmio(f"BM_TracedAccess/mode:{mode}/background:{bg}/store:0/real_time")
+        cells.append("not run" if v is None else f"{v / 1e3:.2f} us" + (f" ({logged:.6f})" if bg == 2 and logged is not None else ""))
+    print(f"| {label}, load | " + " | ".join(cells) + " |")
+for probes in (0, 1):
+    v, _ = mmio(f"BM_UnprobedLoad/probes:{probes}")
+    print(f"| unprobed load, {probes} probe(s) in the process | {f'{v:.3f} ns' if v else 'not run'} | | |")
 PY

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The `make demo` walk-through: start a private udiagd, trace an example
 # producer with the udiag CLI, show the events it wrote, the daemon's
-# user_events_status and the format of one of its events, then stop the
-# daemon and remove its directory. Needs no terminal and no root.
+# user_events_status and the format of one of its events, record it into a
+# trace.dat and report that, then stop the daemon and remove its directory.
+# Needs no terminal and no root.
 #
 #   scripts/demo.sh [BUILD_DIR]      (default: build)
 #
@@ -129,6 +130,16 @@ if [[ -f "$work/format_path" ]]; then
   cat "$work/format"
 else
   echo "(no event left to show a format for: events are deleted with their last user)"
+fi
+
+banner "udiag --dir $dir record -o demo.dat -- $prog   (then: udiag report demo.dat)"
+"$BIN/udiag" --dir "$dir" record -o "$work/demo.dat" -- "$prog" </dev/null || die "udiag record failed"
+"$BIN/udiag" report "$work/demo.dat"
+if command -v trace-cmd >/dev/null; then
+  # -R: raw field values (Debian's libtraceevent 1.7 prints a __rel_loc byte
+  # array as its loc word otherwise).
+  banner "trace-cmd report -R demo.dat"
+  trace-cmd report -R "$work/demo.dat"
 fi
 
 banner "stopping udiagd"
