@@ -34,7 +34,7 @@ class IdentifierAllocator {
     std::string base;
     for (char c : wanted) base += IsIdentifierChar(c) ? c : '_';
     base.erase(0, base.find_first_not_of('_'));
-    if (base.empty() || (base[0] >= '0' && base[0] <= '9')) base.insert(0, "f");
+    if (base.empty() || (base[0] >= '0' && base[0] <= '9')) base = "f" + base;
     std::string shown = base;
     for (int n = 2; !used_.insert(shown).second; ++n) shown = base + "_" + std::to_string(n);
     // A keyword parses once prefixed with '_', and readers show it unprefixed.

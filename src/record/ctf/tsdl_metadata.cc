@@ -25,7 +25,7 @@ std::string UuidText(const std::array<uint8_t, kUuidSize>& u) {
                      fmt::join(u.begin() + 8, u.begin() + 10, ""), fmt::join(u.begin() + 10, u.end(), ""));
 }
 
-std::string Literal(std::string_view text) { return "\"" + PrintableText(text) + "\""; }
+std::string Literal(std::string_view text) { return fmt::format("\"{}\"", PrintableText(text)); }
 
 // "comm_<tid> = <name>;" per thread (the first name seen for a reused tid),
 // so readers can name the tid of an event's context.
