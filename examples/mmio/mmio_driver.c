@@ -127,7 +127,7 @@ static int threaded_access(uint8_t *dev, int threads) {
 }
 
 int main(int argc, char **argv) {
-	if (argc < 2) {
+	if (argc < 2 || argv[1][0] == '-') {
 		fprintf(stderr, "usage: mmio_driver PATH [--fork | --threads N]\n");
 		return 2;
 	}

@@ -58,6 +58,14 @@ static int run_command(volatile uint8_t *dev, uint32_t command) {
 }
 
 int main(int argc, char **argv) {
+	if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+		fprintf(stderr,
+			"usage: udiag-simdev [PATH]   (default /dev/shm/udiag-simdev)\n"
+			"A simulated MMIO device: a register file in a shared-memory file that reacts\n"
+			"to commands written to its doorbell. Trace a driver of it with\n"
+			"  udiag mmiotrace --map PATH -- mmio_driver PATH\n");
+		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+	}
 	const char *path = argc > 1 ? argv[1] : "/dev/shm/udiag-simdev";
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0 || ftruncate(fd, SIMDEV_SIZE) != 0) {
