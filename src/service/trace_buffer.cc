@@ -97,9 +97,28 @@ std::unique_ptr<TraceBuffer> TraceBuffer::Copy() const {
 }
 
 void TraceBuffer::DropOldestChunk() {
-  CountLost(chunks_.front().count);
-  entries_ -= chunks_.front().count;
+  Chunk& dropped = chunks_.front();
+  // The losses its entries carried are not forgotten with them.
+  uint64_t lost = dropped.count;
+  for (size_t off = dropped.read; off < dropped.used;) {
+    StoredHeader h;
+    std::memcpy(&h, dropped.bytes.get() + off, sizeof(h));
+    lost += h.lost_before;
+    off += h.size;
+  }
+  lost_total_ += dropped.count;
+  entries_ -= dropped.count;
   RetireFront();
+  // As ftrace reports overwritten events: before the oldest entry kept.
+  if (!chunks_.empty() && chunks_.front().read < chunks_.front().used) {
+    uint8_t* oldest = chunks_.front().bytes.get() + chunks_.front().read;
+    StoredHeader h;
+    std::memcpy(&h, oldest, sizeof(h));
+    h.lost_before += lost;
+    std::memcpy(oldest, &h, sizeof(h));
+  } else {
+    pending_lost_ += lost;
+  }
 }
 
 TraceBuffer::Chunk& TraceBuffer::AddChunk() {

@@ -52,6 +52,24 @@ TEST(TraceBufferTest, OverwriteDropsOldest) {
   EXPECT_EQ(buf.written(), 1000u);
 }
 
+TEST(TraceBufferTest, OverwrittenEventsAreReportedBeforeTheOldestKept) {
+  TraceBuffer buf(128 * 1024);
+  buf.set_overwrite(true);
+  buf.NoteLost(5);  // lost on the way in, before the first entry
+  const uint64_t n = 1000;
+  for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(buf.Append({i}, Record(1000, 3)));
+  // Every event is either kept or counted lost, and the count sits on the
+  // oldest entry kept, however many chunks were dropped before it.
+  uint64_t kept = 0, reported = 0, first = UINT64_MAX;
+  buf.ForEach([&](const TraceEntry& e) {
+    if (kept++ == 0) first = e.meta.timestamp;
+    reported += e.lost_before;
+  });
+  EXPECT_EQ(kept + reported, n + 5);
+  EXPECT_EQ(reported, first + 5);
+  EXPECT_EQ(buf.pending_lost(), 0u);
+}
+
 TEST(TraceBufferTest, ClearForgetsEverything) {
   TraceBuffer buf(1 << 20);
   buf.Append({}, Record(8, 0));

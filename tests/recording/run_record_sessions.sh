@@ -53,5 +53,11 @@ kept=$(grep -c 'counted: seq=' "$T/fr.txt")
 [ "$kept" -gt 0 ] && [ "$kept" -lt 100000 ] || fail "the flight recorder kept $kept events"
 grep -q 'counted: seq=0x1869f (99999)$' "$T/fr.txt" || fail "the newest event is not in the flight recording"
 grep -q 'counted: seq=0x0 (0)$' "$T/fr.txt" && fail "the oldest event survived a 256 KB flight recorder"
+# Overwritten events are counted as lost, before the oldest kept: together
+# with the kept ones they are every event written.
+lost=$(sed -n 's/^udiag record: .* \([0-9]*\) lost ->.*/\1/p' "$T/fr.err")
+[ $((kept + lost)) = 100000 ] || fail "kept $kept + reported lost $lost is not the 100000 written"
+first_line=$(grep -m1 -v '^cpus=' "$T/fr.txt")
+echo "$first_line" | grep -q "^CPU:[0-9]* \[LOST $lost EVENTS\]$" || fail "the loss is not reported before the oldest kept event: $first_line"
 cleanup
 echo "record sessions: ok"
