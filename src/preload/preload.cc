@@ -156,18 +156,17 @@ bool IsSeqpacketUnixSocket(int fd) {
   return yes;
 }
 
-// True if `fd` (whose state is not kOther) is a data file, settling a
-// candidate with the daemon.
-[[gnu::cold, gnu::noinline]] bool Settle(int fd, uint8_t state) {
-  if (state != kCandidate) return state == kData;
-  bool yes = Probe(fd);
-  SetState(fd, yes ? kData : kOther);
-  return yes;
+// What a candidate turned out to be, after asking the daemon.
+[[gnu::cold, gnu::noinline]] uint8_t Settle(int fd) {
+  uint8_t kind = Probe(fd) ? kData : kOther;
+  SetState(fd, kind);
+  return kind;
 }
 
-inline bool IsData(int fd) {
+// What `fd` is: kOther (the common case: one load), kData, kRfc or kStatus.
+inline uint8_t Kind(int fd) {
   uint8_t state = State(fd);
-  return __builtin_expect(state != kOther, 0) && Settle(fd, state);
+  return __builtin_expect(state == kCandidate, 0) ? Settle(fd) : state;
 }
 
 // A descriptor numbered `to` is now a copy of `from` (dup family).
@@ -441,10 +440,11 @@ EXPORT int ioctl(int fd, unsigned long request, ...) {
   va_start(ap, request);
   void* arg = va_arg(ap, void*);
   va_end(ap);
-  if (IsData(fd)) return udiag_ioctl(fd, request, arg);
-  if (__builtin_expect(State(fd) == kRfc, 0)) return udiag::producer::legacy::RfcIoctl(fd, request, arg);
+  uint8_t kind = Kind(fd);
+  if (kind == kData) return udiag_ioctl(fd, request, arg);
+  if (kind == kRfc) return udiag::producer::legacy::RfcIoctl(fd, request, arg);
   // An inherited or received data file we have not seen yet.
-  if (__builtin_expect(IsDiagRequest(request), 0) && State(fd) == kOther && Probe(fd)) {
+  if (__builtin_expect(IsDiagRequest(request), 0) && kind == kOther && Probe(fd)) {
     SetState(fd, kData);
     return udiag_ioctl(fd, request, arg);
   }
@@ -454,27 +454,31 @@ EXPORT int ioctl(int fd, unsigned long request, ...) {
 // ---- write -----------------------------------------------------------------
 
 EXPORT ssize_t write(int fd, const void* buf, size_t count) {
-  if (IsData(fd)) return udiag_write(fd, buf, count);
-  if (__builtin_expect(State(fd) == kRfc, 0)) return udiag::producer::legacy::RfcWrite(fd, buf, count);
+  uint8_t kind = Kind(fd);
+  if (kind == kData) return udiag_write(fd, buf, count);
+  if (kind == kRfc) return udiag::producer::legacy::RfcWrite(fd, buf, count);
   return real_write.get()(fd, buf, count);
 }
 
 EXPORT ssize_t writev(int fd, const struct iovec* iov, int iovcnt) {
-  if (IsData(fd)) return udiag_writev(fd, iov, iovcnt);
-  if (__builtin_expect(State(fd) == kRfc, 0)) return RfcWritev(fd, iov, iovcnt);
+  uint8_t kind = Kind(fd);
+  if (kind == kData) return udiag_writev(fd, iov, iovcnt);
+  if (kind == kRfc) return RfcWritev(fd, iov, iovcnt);
   return real_writev.get()(fd, iov, iovcnt);
 }
 
 // The offset is ignored on a data file, as by the kernel's write_iter.
 EXPORT ssize_t pwrite(int fd, const void* buf, size_t count, off_t offset) {
-  if (IsData(fd)) return udiag_write(fd, buf, count);
-  if (__builtin_expect(State(fd) == kRfc, 0)) return udiag::producer::legacy::RfcWrite(fd, buf, count);
+  uint8_t kind = Kind(fd);
+  if (kind == kData) return udiag_write(fd, buf, count);
+  if (kind == kRfc) return udiag::producer::legacy::RfcWrite(fd, buf, count);
   return real_pwrite.get()(fd, buf, count, offset);
 }
 
 EXPORT ssize_t pwrite64(int fd, const void* buf, size_t count, off64_t offset) {
-  if (IsData(fd)) return udiag_write(fd, buf, count);
-  if (__builtin_expect(State(fd) == kRfc, 0)) return udiag::producer::legacy::RfcWrite(fd, buf, count);
+  uint8_t kind = Kind(fd);
+  if (kind == kData) return udiag_write(fd, buf, count);
+  if (kind == kRfc) return udiag::producer::legacy::RfcWrite(fd, buf, count);
   return real_pwrite64.get()(fd, buf, count, offset);
 }
 

@@ -21,14 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                                  \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "%s:%d: check failed: %s (errno %d %s)\n", \
-				__FILE__, __LINE__, #cond, errno, strerror(errno));  \
-			exit(1);                                                     \
-		}                                                                    \
-	} while (0)
+#include "check.h"
 
 static volatile uint32_t enabled;
 
