@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <vector>
+#include <cstring>
+#include <utility>
 
 #include "record/tracedat/fd_io.h"
 #include "record/tracedat/tracedat_layout.h"
@@ -13,6 +15,8 @@
 
 namespace udiag::record::tracedat {
 namespace {
+
+static_assert(BlockWriter::kBlockBytes % kPageSize == 0);
 
 int CreateUnlinkedFile(const std::string& directory) {
   int fd = ::open(directory.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -26,46 +30,69 @@ int CreateUnlinkedFile(const std::string& directory) {
 
 }  // namespace
 
-base::ErrorOr<std::unique_ptr<CpuSpool>> CpuSpool::Create(const std::string& directory) {
+base::ErrorOr<std::unique_ptr<CpuSpool>> CpuSpool::CreateTemporary(const std::string& directory,
+                                                                   BlockWriter* writer) {
   int fd = CreateUnlinkedFile(directory);
   if (fd < 0) return base::Errno{errno};
-  return std::unique_ptr<CpuSpool>(new CpuSpool(base::ScopedFd(fd)));
+  BlockWriter::PreferDirectIo(fd);
+  return std::unique_ptr<CpuSpool>(new CpuSpool(base::ScopedFd(fd), fd, writer));
 }
 
-int CpuSpool::Add(uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> data) {
+std::unique_ptr<CpuSpool> CpuSpool::InFile(int fd, BlockWriter* writer) {
+  return std::unique_ptr<CpuSpool>(new CpuSpool(base::ScopedFd(), fd, writer));
+}
+
+CpuSpool::CpuSpool(base::ScopedFd owned, int fd, BlockWriter* writer)
+    : owned_(std::move(owned)), fd_(fd), writer_(writer) {}
+
+CpuSpool::~CpuSpool() {
+  if (block_) writer_->Release(block_);
+}
+
+void CpuSpool::Add(uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> data) {
   uint64_t lost = pending_lost_ + lost_before;
   if (data.size() < schema::kCommonHeaderSize || data.size() > PageEncoder::MaxDataSize()) {
     pending_lost_ = lost + 1;
-    return 0;
+    return;
   }
   pending_lost_ = 0;
   if (lost > 0) {
     // The kernel reports losses per page: the record opens a page that says so.
-    if (int error = Flush()) return error;
+    if (!page_.empty()) EndPage();
     page_.MarkLostBefore(lost);
   }
-  if (page_.Append(timestamp, data)) return 0;
-  if (int error = Flush()) return error;
+  if (page_.Append(timestamp, data)) return;
+  EndPage();
   page_.Append(timestamp, data);  // fits: an empty page takes MaxDataSize
-  return 0;
 }
 
-int CpuSpool::Flush() {
-  if (page_.empty()) return 0;
-  if (int error = WriteAll(file_.get(), page_.Finish())) return error;
+void CpuSpool::EndPage() {
+  if (!block_) block_ = writer_->Acquire();
+  page_.FinishInto(block_ + block_used_);
+  block_used_ += kPageSize;
   size_ += kPageSize;
-  return 0;
+  if (block_used_ == BlockWriter::kBlockBytes) {
+    writer_->Submit(std::exchange(block_, nullptr), fd_, size_ - block_used_, block_used_);
+    block_used_ = 0;
+  }
 }
 
-int CpuSpool::CopyTo(int out_fd) const {
-  std::vector<uint8_t> buffer(1 << 16);
-  for (uint64_t offset = 0; offset < size_;) {
-    ssize_t got = ::pread(file_.get(), buffer.data(), buffer.size(), static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return errno;
-    if (got == 0) return EIO;
-    if (int error = WriteAll(out_fd, std::span(buffer.data(), static_cast<size_t>(got)))) return error;
-    offset += static_cast<uint64_t>(got);
+void CpuSpool::Flush() {
+  if (!page_.empty()) EndPage();
+  if (block_used_ > 0) writer_->Submit(std::exchange(block_, nullptr), fd_, size_ - block_used_, block_used_);
+  block_used_ = 0;
+}
+
+int CpuSpool::CopyTo(int out_fd, uint64_t offset) const {
+  for (uint64_t done = 0; done < size_;) {
+    uint8_t* block = writer_->Acquire();
+    size_t want = static_cast<size_t>(std::min<uint64_t>(BlockWriter::kBlockBytes, size_ - done));
+    if (int error = ReadAllAt(fd_, std::span(block, want), done)) {
+      writer_->Release(block);
+      return error;
+    }
+    writer_->Submit(block, out_fd, offset == BlockWriter::kAtPosition ? offset : offset + done, want);
+    done += want;
   }
   return 0;
 }

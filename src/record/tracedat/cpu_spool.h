@@ -1,6 +1,11 @@
-// One cpu's ring-buffer pages on their way into a trace.dat file: records are
-// encoded into pages, and each full page is appended to an unlinked
-// temporary file, so memory stays at one page per cpu however long the trace.
+// One cpu's ring-buffer pages on their way into a trace.dat file: records
+// are encoded into pages, and full pages are gathered into blocks that a
+// BlockWriter writes in the background, so memory stays at a few blocks
+// however long the trace.
+//
+// A spool writes from offset 0 of its file: either an unlinked temporary
+// file, or the output file itself for the first cpu, whose pages then never
+// have to be copied (the header is put in front of them at the end).
 #pragma once
 
 #include <cstdint>
@@ -10,24 +15,29 @@
 
 #include "base/error_or.h"
 #include "base/scoped_fd.h"
+#include "record/tracedat/block_writer.h"
 #include "record/tracedat/page_encoder.h"
 
 namespace udiag::record::tracedat {
 
 class CpuSpool {
  public:
-  // The temporary file is created in `directory` (O_TMPFILE, else a
-  // mkstemp name unlinked at once).
-  static base::ErrorOr<std::unique_ptr<CpuSpool>> Create(const std::string& directory);
+  // Spools into an unlinked temporary file created in `directory`
+  // (O_TMPFILE, else a mkstemp name unlinked at once).
+  static base::ErrorOr<std::unique_ptr<CpuSpool>> CreateTemporary(const std::string& directory,
+                                                                  BlockWriter* writer);
+  // Spools into `fd` (not owned), which must be empty.
+  static std::unique_ptr<CpuSpool> InFile(int fd, BlockWriter* writer);
+  ~CpuSpool();
 
   // Adds a record after `lost_before` lost events. A record longer than a
   // page can hold, or shorter than the common header, is dropped and
-  // counted as lost before the next one.
-  // Returns 0 or the errno of a failed spool write.
-  int Add(uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> data);
+  // counted as lost before the next one. Write errors surface in
+  // BlockWriter::Wait.
+  void Add(uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> data);
 
-  // Writes out the page being filled. Returns 0 or an errno.
-  int Flush();
+  // Queues the page being filled and the block holding it.
+  void Flush();
 
   // Events lost after the last record (dropped records not yet followed by one).
   uint64_t lost_at_end() const { return pending_lost_; }
@@ -35,16 +45,24 @@ class CpuSpool {
   // Bytes of the spooled pages (a multiple of the page size), after Flush.
   uint64_t size() const { return size_; }
 
-  // Appends the spooled pages to `out_fd` at its current position. Returns 0
-  // or an errno.
-  int CopyTo(int out_fd) const;
+  int fd() const { return fd_; }
+
+  // After Flush and the writer's Wait: queues a copy of the spooled pages
+  // to `out_fd` at `offset` (or BlockWriter::kAtPosition). Returns 0 or the
+  // errno of reading the spool.
+  int CopyTo(int out_fd, uint64_t offset) const;
 
  private:
-  explicit CpuSpool(base::ScopedFd file) : file_(std::move(file)) {}
+  CpuSpool(base::ScopedFd owned, int fd, BlockWriter* writer);
+  void EndPage();
 
-  base::ScopedFd file_;
+  base::ScopedFd owned_;
+  int fd_;
+  BlockWriter* writer_;
   PageEncoder page_;
-  uint64_t size_ = 0;
+  uint8_t* block_ = nullptr;  // pages not yet submitted
+  size_t block_used_ = 0;
+  uint64_t size_ = 0;         // bytes of finished pages, submitted or in block_
   uint64_t pending_lost_ = 0;
 };
 

@@ -28,6 +28,12 @@ std::vector<uint8_t> Payload(size_t size, uint8_t seed) {
   return data;
 }
 
+std::vector<uint8_t> Finished(PageEncoder& encoder) {
+  std::vector<uint8_t> page(kPageSize, 0xee);
+  encoder.FinishInto(page.data());
+  return page;
+}
+
 struct KbufferDeleter {
   void operator()(kbuffer* kbuf) const { kbuffer_free(kbuf); }
 };
@@ -65,7 +71,7 @@ TEST(PageEncoderTest, KbufferReadsTimestampsExtendsAndBigRecords) {
   };
   PageEncoder encoder;
   for (const Event& event : input) ASSERT_TRUE(encoder.Append(event.timestamp, event.data));
-  std::span<const uint8_t> page = encoder.Finish();
+  std::vector<uint8_t> page = Finished(encoder);
   ASSERT_EQ(page.size(), kPageSize);
 
   int missed = -2;
@@ -92,7 +98,7 @@ TEST(PageEncoderTest, LostCountIsStoredTheKernelWay) {
   PageEncoder encoder;
   encoder.MarkLostBefore(17);
   ASSERT_TRUE(encoder.Append(42, Payload(8, 0)));
-  std::span<const uint8_t> page = encoder.Finish();
+  std::vector<uint8_t> page = Finished(encoder);
   uint64_t commit = 0;
   std::memcpy(&commit, page.data() + 8, sizeof(commit));
   EXPECT_EQ(commit, 12u | kCommitMissedEvents | kCommitMissedStored);
@@ -116,7 +122,7 @@ TEST(PageEncoderTest, FullPageRefusesAndNextPageStartsClean) {
   // 104-byte events in 4080 data bytes.
   EXPECT_EQ(appended, (kPageSize - kPageHeaderSize) / 104);
   int missed = 0;
-  EXPECT_EQ(WalkWithKbuffer(encoder.Finish(), &missed).size(), appended);
+  EXPECT_EQ(WalkWithKbuffer(Finished(encoder), &missed).size(), appended);
   EXPECT_TRUE(encoder.empty());
   // The largest record leaves the 8 bytes a lost count would need: one
   // 4-byte record still fits when no loss is marked.
@@ -128,12 +134,23 @@ TEST(PageEncoderTest, FullPageRefusesAndNextPageStartsClean) {
   EXPECT_FALSE(fresh.Append(ts, Payload(PageEncoder::MaxDataSize() + 1, 0)));
 }
 
+TEST(PageEncoderTest, NextPageKeepsNoBytesOfTheLast) {
+  PageEncoder encoder;
+  while (encoder.Append(1, Payload(100, 0xff))) {
+  }
+  Finished(encoder);
+  ASSERT_TRUE(encoder.Append(2, Payload(13, 0x11)));  // padded to 16
+  std::vector<uint8_t> page = Finished(encoder);
+  size_t data_end = kPageHeaderSize + 4 + 13;
+  for (size_t i = data_end; i < page.size(); ++i) ASSERT_EQ(page[i], 0) << "byte " << i;
+}
+
 TEST(PageEncoderTest, TimestampGoingBackIsClampedNotWrapped) {
   PageEncoder encoder;
   ASSERT_TRUE(encoder.Append(1000, Payload(8, 0)));
   ASSERT_TRUE(encoder.Append(900, Payload(8, 0)));
   DecodedPage decoded;
-  ASSERT_EQ(DecodePage(encoder.Finish(), kLongSize, &decoded), 0);
+  ASSERT_EQ(DecodePage(Finished(encoder), kLongSize, &decoded), 0);
   ASSERT_EQ(decoded.records.size(), 2u);
   EXPECT_EQ(decoded.records[1].timestamp, 1000u);
 }
@@ -141,8 +158,7 @@ TEST(PageEncoderTest, TimestampGoingBackIsClampedNotWrapped) {
 TEST(PageDecoderTest, RejectsMalformedPages) {
   PageEncoder encoder;
   ASSERT_TRUE(encoder.Append(5, Payload(40, 0)));
-  std::span<const uint8_t> finished = encoder.Finish();
-  std::vector<uint8_t> page(finished.begin(), finished.end());
+  std::vector<uint8_t> page = Finished(encoder);
   DecodedPage decoded;
 
   std::vector<uint8_t> too_long = page;

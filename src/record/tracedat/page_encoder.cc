@@ -55,7 +55,9 @@ bool PageEncoder::Append(uint64_t timestamp, std::span<const uint8_t> data) {
     PutEventHeader(0, static_cast<uint32_t>(delta));
     PutU32(padded + 4);  // the length word counts itself
   }
-  if (!data.empty()) std::memcpy(page_.data() + kPageHeaderSize + used_, data.data(), data.size());
+  uint8_t* at = page_.data() + kPageHeaderSize + used_;
+  if (!data.empty()) std::memcpy(at, data.data(), data.size());
+  std::memset(at + data.size(), 0, padded - data.size());
   used_ += padded;
   if (first || timestamp > last_timestamp_) last_timestamp_ = timestamp;
   return true;
@@ -66,19 +68,20 @@ void PageEncoder::MarkLostBefore(uint64_t count) {
   lost_before_ = count;
 }
 
-std::span<const uint8_t> PageEncoder::Finish() {
+void PageEncoder::FinishInto(uint8_t* out) {
   uint64_t commit = used_;
+  uint32_t end = kPageHeaderSize + used_;
   if (lost_marked_) {
     commit |= kCommitMissedEvents | kCommitMissedStored;
-    std::memcpy(page_.data() + kPageHeaderSize + used_, &lost_before_, sizeof(lost_before_));
+    std::memcpy(page_.data() + end, &lost_before_, sizeof(lost_before_));
+    end += sizeof(lost_before_);
   }
   std::memcpy(page_.data() + 8, &commit, sizeof(commit));
-  finished_.swap(page_);
-  page_.assign(kPageSize, 0);
+  std::memcpy(out, page_.data(), end);
+  std::memset(out + end, 0, kPageSize - end);
   used_ = 0;
   lost_marked_ = false;
   lost_before_ = 0;
-  return finished_;
 }
 
 }  // namespace udiag::record::tracedat

@@ -26,9 +26,9 @@ class PageEncoder {
 
   bool empty() const { return used_ == 0; }
 
-  // The finished page (page_size bytes, zero-filled tail); the encoder is
-  // empty afterwards. The span is valid until the next call.
-  std::span<const uint8_t> Finish();
+  // Writes the finished page (kPageSize bytes, zero-filled tail) to `out`;
+  // the encoder is empty afterwards.
+  void FinishInto(uint8_t* out);
 
   // Longest data that fits in an empty page (with room for a lost count).
   static uint32_t MaxDataSize();
@@ -39,8 +39,7 @@ class PageEncoder {
   void PutEventHeader(uint32_t type_len, uint32_t delta);
   void PutU32(uint32_t value);
 
-  std::vector<uint8_t> page_;
-  std::vector<uint8_t> finished_;
+  std::vector<uint8_t> page_;  // only the header and used_ bytes after it are current
   uint32_t used_ = 0;  // bytes of event data written after the page header
   uint64_t last_timestamp_ = 0;
   uint64_t lost_before_ = 0;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -133,6 +134,68 @@ TEST_F(TraceDatReaderTest, RoundTripOfManyPagesMergesCpusInTimeOrder) {
   }
   for (OwnedRecord& owned : trace.records) owned.record.data = owned.bytes;
   base::ErrorOr<std::unique_ptr<TraceReader>> reader = OpenTraceDatReader(Write("m.dat", trace));
+  ASSERT_TRUE(reader.ok()) << reader.error();
+  ExpectSameTrace(ReadAll(**reader), trace);
+}
+
+// Over a block of pages per cpu, and the first record on cpu 2: that cpu's
+// pages are written in place and the header goes in front of them.
+SampleTrace ManyBlocksTrace() {
+  SampleTrace trace;
+  trace.types = {tracedat::testing::MakeEventType(51, "user_events", "fill u64 n;char[80] pad")};
+  trace.tasks = {{9, 9, "nine"}};
+  trace.info.cpus = 3;
+  for (uint32_t n = 0; n < 60000; ++n) {
+    tracedat::testing::RecordBytes bytes(trace.types[0], 9);
+    bytes.Int("n", n);
+    uint16_t cpu = static_cast<uint16_t>((n / 1000 + 2) % 3);
+    trace.records.push_back({{1000 + n * 10ull, 9, 9, cpu, 51, n == 30000 ? 4u : 0u, {}}, bytes.bytes()});
+  }
+  for (OwnedRecord& owned : trace.records) owned.record.data = owned.bytes;
+  return trace;
+}
+
+TEST_F(TraceDatReaderTest, FirstCpuPagesStayInPlaceOnThisFileSystem) {
+  SampleTrace trace = ManyBlocksTrace();
+  base::ErrorOr<std::unique_ptr<TraceReader>> reader = OpenTraceDatReader(Write("blocks.dat", trace));
+  ASSERT_TRUE(reader.ok()) << reader.error();
+  ExpectSameTrace(ReadAll(**reader), trace);
+}
+
+TEST_F(TraceDatReaderTest, FirstCpuPagesMoveWhereExtentsCannotShift) {
+  int fd = ::memfd_create("blocks.dat", MFD_CLOEXEC);  // tmpfs: no FALLOC_FL_INSERT_RANGE
+  ASSERT_GE(fd, 0);
+  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  SampleTrace trace = ManyBlocksTrace();
+  base::ErrorOr<std::unique_ptr<TraceWriter>> writer = OpenTraceDatWriter(path);
+  ASSERT_TRUE(writer.ok()) << writer.error();
+  ASSERT_EQ(tracedat::testing::WriteTrace(**writer, trace), 0);
+  base::ErrorOr<std::unique_ptr<TraceReader>> reader = OpenTraceDatReader(path);
+  ASSERT_TRUE(reader.ok()) << reader.error();
+  ExpectSameTrace(ReadAll(**reader), trace);
+  ::close(fd);
+}
+
+TEST_F(TraceDatReaderTest, PipeGetsHeaderThenEveryCpuInOrder) {
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+  std::string copy = dir_ + "/from-pipe.dat";
+  std::thread drain([&] {
+    std::ofstream out(copy, std::ios::binary);
+    char buffer[65536];
+    for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) out.write(buffer, n);
+  });
+  SampleTrace trace = ManyBlocksTrace();
+  {
+    base::ErrorOr<std::unique_ptr<TraceWriter>> writer =
+        OpenTraceDatWriter("/proc/self/fd/" + std::to_string(pipe_fds[1]));
+    ::close(pipe_fds[1]);  // the writer has its own descriptor now
+    ASSERT_TRUE(writer.ok()) << writer.error();
+    EXPECT_EQ(tracedat::testing::WriteTrace(**writer, trace), 0);
+  }
+  drain.join();
+  ::close(pipe_fds[0]);
+  base::ErrorOr<std::unique_ptr<TraceReader>> reader = OpenTraceDatReader(copy);
   ASSERT_TRUE(reader.ok()) << reader.error();
   ExpectSameTrace(ReadAll(**reader), trace);
 }

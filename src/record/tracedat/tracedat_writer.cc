@@ -1,11 +1,14 @@
 #include "record/tracedat/tracedat_writer.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cerrno>
+#include <optional>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -20,6 +23,7 @@
 namespace udiag::record {
 namespace {
 
+using tracedat::BlockWriter;
 using tracedat::ByteAppender;
 using tracedat::CpuSpool;
 
@@ -41,6 +45,11 @@ void PutOption(ByteAppender& out, uint16_t id, std::string_view data) {
   out.PutBytes(data);
 }
 
+std::string TemporaryDirectory() {
+  const char* dir = std::getenv("TMPDIR");
+  return dir && *dir ? dir : "/tmp";
+}
+
 // "sysname nodename release machine" as trace-cmd stores it, with the
 // recorded host's name.
 std::string UnameText(const std::string& hostname) {
@@ -55,7 +64,11 @@ std::string ClockText(const std::string& clock) { return "[" + clock + "]\n"; }
 class TraceDatWriter : public TraceWriter {
  public:
   TraceDatWriter(base::ScopedFd out, std::string directory)
-      : out_(std::move(out)), directory_(std::move(directory)) {}
+      : out_(std::move(out)), directory_(std::move(directory)), seekable_(IsReadableRegularFile(out_.get())) {
+    if (seekable_) BlockWriter::PreferDirectIo(out_.get());
+  }
+  // Queued writes name the spools' descriptors: they finish before those close.
+  ~TraceDatWriter() override { blocks_.Wait(); }
 
   void AddEventType(const EventType& type) override { types_.push_back(type); }
 
@@ -73,27 +86,28 @@ class TraceDatWriter : public TraceWriter {
     if (error_ != 0) return;
     if (record.cpu >= cpus_.size()) cpus_.resize(record.cpu + 1);
     std::unique_ptr<CpuSpool>& spool = cpus_[record.cpu];
-    if (!spool && !CreateSpool(&spool)) return;
-    error_ = spool->Add(record.timestamp, record.lost_before, record.data);
+    if (!spool && !CreateSpool(record.cpu, &spool)) return;
+    spool->Add(record.timestamp, record.lost_before, record.data);
   }
 
   int Finish(const TraceInfo& info) override {
     uint64_t lost_at_end = info.lost_at_end;
     for (std::unique_ptr<CpuSpool>& spool : cpus_) {
-      if (!spool || error_ != 0) continue;
-      error_ = spool->Flush();
+      if (!spool) continue;
+      spool->Flush();
       lost_at_end += spool->lost_at_end();
     }
+    if (int error = blocks_.Wait(); error != 0 && error_ == 0) error_ = error;
     if (error_ != 0) return error_;
     uint32_t cpu_count = std::max<uint32_t>(info.cpus, static_cast<uint32_t>(cpus_.size()));
     cpus_.resize(cpu_count);
 
     std::string header = Header(info, cpu_count, lost_at_end);
-    if (int error = tracedat::WriteAll(out_.get(), AsBytes(header))) return error;
-    for (const std::unique_ptr<CpuSpool>& spool : cpus_) {
-      if (!spool) continue;
-      if (int error = spool->CopyTo(out_.get())) return error;
-    }
+    std::vector<uint64_t> offsets = DataOffsets(header.size());
+    int error = seekable_ ? PlaceDataAfter(header.size(), offsets) : AppendData(header);
+    if (error == 0) error = blocks_.Wait();
+    if (error == 0 && seekable_) error = WriteHeaderAtStart(header);
+    if (error != 0) return error;
     if (::close(out_.Release()) != 0) return errno;
     return 0;
   }
@@ -103,14 +117,79 @@ class TraceDatWriter : public TraceWriter {
     return {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()};
   }
 
-  bool CreateSpool(std::unique_ptr<CpuSpool>* spool) {
-    base::ErrorOr<std::unique_ptr<CpuSpool>> created = CpuSpool::Create(directory_);
+  static bool IsReadableRegularFile(int fd) {
+    struct stat st {};
+    return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (::fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDWR;
+  }
+
+  // The first cpu seen spools into the output file itself; the others, and
+  // every cpu of an output that is not a regular file, into temporary files
+  // beside the output (the same file system), else in $TMPDIR.
+  bool CreateSpool(uint16_t cpu, std::unique_ptr<CpuSpool>* spool) {
+    if (seekable_ && !in_place_cpu_) {
+      in_place_cpu_ = cpu;
+      *spool = CpuSpool::InFile(out_.get(), &blocks_);
+      return true;
+    }
+    base::ErrorOr<std::unique_ptr<CpuSpool>> created = CpuSpool::CreateTemporary(directory_, &blocks_);
+    // An output like /dev/stdout has no directory to spool in.
+    if (!created.ok()) created = CpuSpool::CreateTemporary(TemporaryDirectory(), &blocks_);
     if (!created.ok()) {
       error_ = created.error();
       return false;
     }
     *spool = std::move(created.value());
     return true;
+  }
+
+  // Where each cpu's pages go: the in-place cpu's right after the header
+  // (where they will be once the header is put in front), the others after
+  // it in cpu order. trace-cmd reads each cpu at its own offset.
+  std::vector<uint64_t> DataOffsets(uint64_t data_start) const {
+    std::vector<uint64_t> offsets(cpus_.size(), data_start);
+    uint64_t at = data_start;
+    if (in_place_cpu_) at += cpus_[*in_place_cpu_]->size();
+    for (size_t cpu = 0; cpu < cpus_.size(); ++cpu) {
+      if (in_place_cpu_ && cpu == *in_place_cpu_) continue;
+      offsets[cpu] = at;
+      at += cpus_[cpu] ? cpus_[cpu]->size() : 0;
+    }
+    return offsets;
+  }
+
+  // Seekable output: the in-place pages move up by the header's size (the
+  // file system shifts extents; nothing is copied where it can), the other
+  // cpus' pages are copied after them, and the header goes in last.
+  int PlaceDataAfter(uint64_t header_size, const std::vector<uint64_t>& offsets) {
+    if (in_place_cpu_) {
+      uint8_t* buffer = blocks_.Acquire();
+      int error = tracedat::MakeRoomAtFront(out_.get(), cpus_[*in_place_cpu_]->size(), header_size,
+                                            std::span(buffer, BlockWriter::kBlockBytes));
+      blocks_.Release(buffer);
+      if (error != 0) return error;
+    }
+    for (size_t cpu = 0; cpu < cpus_.size(); ++cpu) {
+      if (!cpus_[cpu] || (in_place_cpu_ && cpu == *in_place_cpu_)) continue;
+      if (int error = cpus_[cpu]->CopyTo(out_.get(), offsets[cpu])) return error;
+    }
+    return 0;
+  }
+
+  // A pipe or a device: the header, then every cpu's pages in cpu order.
+  int AppendData(const std::string& header) {
+    if (int error = tracedat::WriteAll(out_.get(), AsBytes(header))) return error;
+    for (const std::unique_ptr<CpuSpool>& spool : cpus_) {
+      if (!spool) continue;
+      if (int error = spool->CopyTo(out_.get(), BlockWriter::kAtPosition)) return error;
+    }
+    return 0;
+  }
+
+  int WriteHeaderAtStart(const std::string& header) {
+    // The header is not in an aligned buffer: write it through the page cache.
+    int flags = ::fcntl(out_.get(), F_GETFL);
+    if (flags < 0 || ::fcntl(out_.get(), F_SETFL, flags & ~O_DIRECT) < 0) return errno;
+    return tracedat::WriteAllAt(out_.get(), AsBytes(header), 0);
   }
 
   // Everything before the pages, padded to the page size (formats.md §1.3).
@@ -139,12 +218,10 @@ class TraceDatWriter : public TraceWriter {
     // known before they are written.
     std::string clock = ClockText(info.clock);
     uint64_t table_end = out.size() + uint64_t{16} * cpu_count + 8 + clock.size();
-    uint64_t offset = (table_end + kPageSize - 1) / kPageSize * kPageSize;
-    for (const std::unique_ptr<CpuSpool>& spool : cpus_) {
-      uint64_t size = spool ? spool->size() : 0;
-      out.Put<uint64_t>(offset);
-      out.Put<uint64_t>(size);
-      offset += size;
+    std::vector<uint64_t> offsets = DataOffsets((table_end + kPageSize - 1) / kPageSize * kPageSize);
+    for (size_t cpu = 0; cpu < cpus_.size(); ++cpu) {
+      out.Put<uint64_t>(offsets[cpu]);
+      out.Put<uint64_t>(cpus_[cpu] ? cpus_[cpu]->size() : 0);
     }
     PutSizedText64(out, clock);
     std::string bytes = out.bytes();
@@ -204,16 +281,21 @@ class TraceDatWriter : public TraceWriter {
 
   base::ScopedFd out_;
   std::string directory_;
+  bool seekable_;  // a regular file we can read: pages are written in place
   std::vector<EventType> types_;
   std::vector<Task> tasks_;
+  BlockWriter blocks_;  // before the spools, which hand their blocks back to it
   std::vector<std::unique_ptr<CpuSpool>> cpus_;
+  std::optional<uint16_t> in_place_cpu_;  // the cpu spooled into out_
   int error_ = 0;  // the first failure; Finish returns it
 };
 
 }  // namespace
 
 base::ErrorOr<std::unique_ptr<TraceWriter>> OpenTraceDatWriter(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Read-write so that pages written in place can be moved if need be.
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EACCES) fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return base::Errno{errno};
   return std::unique_ptr<TraceWriter>(new TraceDatWriter(base::ScopedFd(fd), DirectoryOf(path)));
 }

@@ -1,0 +1,115 @@
+#include "record/tracedat/block_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <new>
+
+namespace udiag::record::tracedat {
+namespace {
+
+// Blocks queued behind the one being written: enough to ride out a slow
+// write, few enough that memory stays small.
+constexpr size_t kMaxQueued = 8;
+
+bool DirectIoOn(int fd) {
+  int flags = ::fcntl(fd, F_GETFL);
+  return flags >= 0 && (flags & O_DIRECT) != 0;
+}
+
+}  // namespace
+
+void BlockWriter::FreeBlock::operator()(uint8_t* block) const { std::free(block); }
+
+BlockWriter::BlockWriter() : thread_([this] { Run(); }) {}
+
+BlockWriter::~BlockWriter() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void BlockWriter::PreferDirectIo(int fd) {
+  int flags = ::fcntl(fd, F_GETFL);
+  // File systems without direct I/O (tmpfs, some FUSE ones) refuse the flag.
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_DIRECT);
+}
+
+uint8_t* BlockWriter::Acquire() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return !free_.empty() || queue_.size() < kMaxQueued; });
+  if (!free_.empty()) {
+    uint8_t* block = free_.back();
+    free_.pop_back();
+    return block;
+  }
+  void* memory = std::aligned_alloc(kAlignment, kBlockBytes);
+  if (!memory) throw std::bad_alloc();
+  owned_.emplace_back(static_cast<uint8_t*>(memory));
+  return owned_.back().get();
+}
+
+void BlockWriter::Submit(uint8_t* block, int fd, uint64_t offset, size_t bytes) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back({block, fd, offset, bytes});
+  }
+  changed_.notify_all();
+}
+
+void BlockWriter::Release(uint8_t* block) {
+  {
+    std::lock_guard lock(mutex_);
+    free_.push_back(block);
+  }
+  changed_.notify_all();
+}
+
+int BlockWriter::Wait() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return queue_.empty() && !writing_; });
+  return error_;
+}
+
+void BlockWriter::Run() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and everything is written
+    Job job = queue_.front();
+    queue_.pop_front();
+    writing_ = true;
+    lock.unlock();
+    int error = WriteBlock(job);
+    lock.lock();
+    writing_ = false;
+    if (error != 0 && error_ == 0) error_ = error;
+    free_.push_back(job.block);
+    changed_.notify_all();
+  }
+}
+
+int BlockWriter::WriteBlock(const Job& job) {
+  for (size_t done = 0; done < job.bytes;) {
+    ssize_t n = job.offset == kAtPosition
+                    ? ::write(job.fd, job.block + done, job.bytes - done)
+                    : ::pwrite(job.fd, job.block + done, job.bytes - done, static_cast<off_t>(job.offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINVAL && DirectIoOn(job.fd)) {
+      // Some file systems accept O_DIRECT at open and refuse the write.
+      ::fcntl(job.fd, F_SETFL, ::fcntl(job.fd, F_GETFL) & ~O_DIRECT);
+      continue;
+    }
+    if (n < 0) return errno;
+    if (n == 0) return EIO;
+    done += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+}  // namespace udiag::record::tracedat
