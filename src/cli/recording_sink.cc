@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace udiag::cli {
 
@@ -16,6 +17,16 @@ void RecordingSink::OnEventType(const record::EventType& type) {
 void RecordingSink::OnTask(const record::Task& task) { writer_->AddTask(task); }
 
 void RecordingSink::OnRecord(const record::Record& record) {
+  ++events_;
+  bytes_ += record.data.size();
+  lost_ += record.lost_before;
+  max_cpu_ = std::max(max_cpu_, record.cpu);
+  if (record.event_id < by_id_.size()) ++by_id_[record.event_id].count;
+  if (record.timestamp >= last_timestamp_ && pending_lost_ == 0) {
+    last_timestamp_ = record.timestamp;
+    writer_->Write(record);
+    return;
+  }
   record::Record out = record;
   if (out.timestamp < last_timestamp_) {
     out.timestamp = last_timestamp_;
@@ -23,13 +34,7 @@ void RecordingSink::OnRecord(const record::Record& record) {
   }
   last_timestamp_ = out.timestamp;
   // Losses reported on their own belong before the next record.
-  out.lost_before += pending_lost_;
-  pending_lost_ = 0;
-  lost_ += record.lost_before;
-  ++events_;
-  bytes_ += record.data.size();
-  max_cpu_ = std::max(max_cpu_, record.cpu);
-  if (record.event_id < by_id_.size()) ++by_id_[record.event_id].count;
+  out.lost_before += std::exchange(pending_lost_, 0);
   writer_->Write(out);
 }
 

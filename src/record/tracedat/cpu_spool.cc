@@ -49,7 +49,7 @@ CpuSpool::~CpuSpool() {
   if (block_) writer_->Release(block_);
 }
 
-void CpuSpool::Add(uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> data) {
+void CpuSpool::AddInGeneral(uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> data) {
   uint64_t lost = pending_lost_ + lost_before;
   if (data.size() < schema::kCommonHeaderSize || data.size() > PageEncoder::MaxDataSize()) {
     pending_lost_ = lost + 1;

@@ -17,6 +17,7 @@
 #include "base/scoped_fd.h"
 #include "record/tracedat/block_writer.h"
 #include "record/tracedat/page_encoder.h"
+#include "schema/event_description.h"
 
 namespace udiag::record::tracedat {
 
@@ -34,7 +35,12 @@ class CpuSpool {
   // page can hold, or shorter than the common header, is dropped and
   // counted as lost before the next one. Write errors surface in
   // BlockWriter::Wait.
-  void Add(uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> data);
+  void Add(uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> data) {
+    if (lost_before == 0 && pending_lost_ == 0 && data.size() >= schema::kCommonHeaderSize && page_.Append(timestamp, data)) {
+      return;
+    }
+    AddInGeneral(timestamp, lost_before, data);
+  }
 
   // Queues the page being filled and the block holding it.
   void Flush();
@@ -54,6 +60,7 @@ class CpuSpool {
 
  private:
   CpuSpool(base::ScopedFd owned, int fd, BlockWriter* writer);
+  void AddInGeneral(uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> data);
   void EndPage();
 
   base::ScopedFd owned_;

@@ -7,8 +7,6 @@
 namespace udiag::record::tracedat {
 namespace {
 
-constexpr uint32_t kSmallDataLimit = kMaxSmallTypeLen * 4;
-
 uint32_t AlignTo4(uint32_t size) { return (size + 3) & ~3u; }
 
 }  // namespace
@@ -16,10 +14,6 @@ uint32_t AlignTo4(uint32_t size) { return (size + 3) & ~3u; }
 PageEncoder::PageEncoder() : page_(kPageSize, 0) {}
 
 uint32_t PageEncoder::MaxDataSize() { return kPageSize - kPageHeaderSize - kLongSize - 8; }
-
-uint32_t PageEncoder::Room() const {
-  return kPageSize - kPageHeaderSize - (lost_marked_ ? kLongSize : 0);
-}
 
 void PageEncoder::PutU32(uint32_t value) {
   std::memcpy(page_.data() + kPageHeaderSize + used_, &value, sizeof(value));
@@ -30,7 +24,7 @@ void PageEncoder::PutEventHeader(uint32_t type_len, uint32_t delta) {
   PutU32(type_len | (delta << kTypeLenBits));
 }
 
-bool PageEncoder::Append(uint64_t timestamp, std::span<const uint8_t> data) {
+bool PageEncoder::AppendInGeneral(uint64_t timestamp, std::span<const uint8_t> data) {
   if (data.size() > MaxDataSize()) return false;
   uint32_t padded = AlignTo4(static_cast<uint32_t>(data.size()));
   bool small = !data.empty() && data.size() <= kSmallDataLimit;
@@ -40,7 +34,7 @@ bool PageEncoder::Append(uint64_t timestamp, std::span<const uint8_t> data) {
   // A timestamp below the previous one is clamped: deltas cannot be negative.
   uint64_t delta = first || timestamp < last_timestamp_ ? 0 : timestamp - last_timestamp_;
   bool extend = delta > kMaxTimeDelta;
-  if (used_ + event_size + (extend ? 8 : 0) > Room()) return false;
+  if (used_ + event_size + (extend ? 8 : 0) > room_) return false;
 
   if (first) std::memcpy(page_.data(), &timestamp, sizeof(timestamp));
   if (extend) {
@@ -57,7 +51,7 @@ bool PageEncoder::Append(uint64_t timestamp, std::span<const uint8_t> data) {
   }
   uint8_t* at = page_.data() + kPageHeaderSize + used_;
   if (!data.empty()) std::memcpy(at, data.data(), data.size());
-  std::memset(at + data.size(), 0, padded - data.size());
+  if (padded > data.size()) std::memset(at + data.size(), 0, padded - data.size());
   used_ += padded;
   if (first || timestamp > last_timestamp_) last_timestamp_ = timestamp;
   return true;
@@ -65,6 +59,7 @@ bool PageEncoder::Append(uint64_t timestamp, std::span<const uint8_t> data) {
 
 void PageEncoder::MarkLostBefore(uint64_t count) {
   lost_marked_ = true;
+  room_ = kFullRoom - kLongSize;
   lost_before_ = count;
 }
 
@@ -80,6 +75,7 @@ void PageEncoder::FinishInto(uint8_t* out) {
   std::memcpy(out, page_.data(), end);
   std::memset(out + end, 0, kPageSize - end);
   used_ = 0;
+  room_ = kFullRoom;
   lost_marked_ = false;
   lost_before_ = 0;
 }
