@@ -77,39 +77,6 @@ RingReader::RingReader(void* base, size_t map_bytes, uint32_t data_size, uint32_
 
 RingReader::~RingReader() { munmap(header_, map_bytes_); }
 
-bool RingReader::Next(RecordView* view) {
-  while (!broken_) {
-    if (tail_ == head_) {
-      PublishTail();
-      if (!LoadHead() || tail_ == head_) return false;
-    }
-    // tail_ and head_ are 8-aligned and data_size a multiple of 8, so both
-    // to_end and avail are at least 8: enough for size and type.
-    const uint64_t pos = tail_ & mask_;
-    const uint64_t to_end = size_ - pos;
-    const uint64_t avail = head_ - tail_;
-    RecordHeader header{};
-    std::memcpy(&header, data_ + pos, std::min<uint64_t>({sizeof(header), to_end, avail}));
-    if (header.type == kPaddingType) {
-      if (pos == 0 || header.size != to_end || to_end > avail) break;
-      tail_ += to_end;
-      continue;
-    }
-    const uint64_t bytes = AlignRecord(header.size);
-    if (header.size < sizeof(RecordHeader) || header.size > sizeof(RecordHeader) + kMaxPayload ||
-        bytes > to_end || bytes > avail) {
-      break;
-    }
-    const uint32_t payload_len = header.size - sizeof(RecordHeader);
-    std::memcpy(buffer_, data_ + pos + sizeof(RecordHeader), payload_len);
-    tail_ += bytes;
-    *view = {header.type, header.cpu, header.timestamp, {buffer_, payload_len}};
-    return true;
-  }
-  broken_ = true;
-  return false;
-}
-
 bool RingReader::LoadHead() {
   // Called only once tail_ caught up with head_: a head that moved backwards
   // makes head - tail_ wrap past size_.

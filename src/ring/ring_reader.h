@@ -2,13 +2,17 @@
 //
 // The producer owns the memory and may write anything into it at any time,
 // so nothing read from it is used before it is copied out and checked: a
-// record is copied into a private buffer, then validated, then handed out.
+// record's header is copied out and checked, then its payload is copied into
+// private memory (the caller's, or a buffer here), and only that copy is
+// handed out.
 // A ring that breaks the protocol once is marked broken and never read
 // again; the producer loses only its own events. One thread drains a ring.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 
@@ -22,6 +26,50 @@ struct RecordView {
   uint16_t cpu;
   uint64_t timestamp;
   std::span<const uint8_t> payload;  // valid until the next record
+};
+
+// A record's header, copied out of the ring and checked.
+struct RecordHead {
+  uint16_t type;
+  uint16_t cpu;
+  uint64_t timestamp;
+  uint32_t payload_size;  // at most kMaxPayload
+};
+
+// The payload of the record being handed out, still in shared memory: it can
+// only be copied out, never read in place (the producer may change it at any
+// time). Valid during the sink call it is passed to.
+class PayloadSource {
+ public:
+  uint32_t size() const { return size_; }
+  // Writes exactly size() bytes. Short payloads, the usual ones, are copied
+  // with two fixed-size moves that may overlap: a memcpy of unknown length
+  // can compile to `rep movs`, whose start-up cost dominated the copy.
+  void CopyTo(uint8_t* destination) const {
+    if (size_ > 64) {
+      std::memcpy(destination, at_, size_);
+    } else if (size_ >= 32) {
+      CopyEnds<32>(destination);
+    } else if (size_ >= 16) {
+      CopyEnds<16>(destination);
+    } else if (size_ >= 8) {
+      CopyEnds<8>(destination);
+    } else {
+      for (uint32_t i = 0; i < size_; ++i) destination[i] = at_[i];
+    }
+  }
+
+ private:
+  friend class RingReader;
+  PayloadSource(const uint8_t* at, uint32_t size) : at_(at), size_(size) {}
+  // The first and the last kBytes (kBytes <= size_ <= 2 * kBytes).
+  template <uint32_t kBytes>
+  void CopyEnds(uint8_t* destination) const {
+    std::memcpy(destination, at_, kBytes);
+    std::memcpy(destination + size_ - kBytes, at_ + size_ - kBytes, kBytes);
+  }
+  const uint8_t* at_;
+  uint32_t size_;
 };
 
 class RingReader {
@@ -44,10 +92,27 @@ class RingReader {
   // handed out. Stops for good at the first impossible record or head.
   template <typename Sink>
   size_t Drain(Sink&& sink, size_t max_records) {
+    return DrainHeads(
+        [&](const RecordHead& head, const PayloadSource& payload) {
+          payload.CopyTo(buffer_);
+          sink(RecordView{head.type, head.cpu, head.timestamp, {buffer_, head.payload_size}});
+        },
+        max_records);
+  }
+
+  // Like Drain, but `sink` takes (const RecordHead&, const PayloadSource&)
+  // and copies the payload where it will keep it (or skips it): one copy
+  // per record instead of two.
+  template <typename Sink>
+  size_t DrainHeads(Sink&& sink, size_t max_records) {
     size_t count = 0;
-    RecordView view;
-    while (count < max_records && Next(&view)) {
-      sink(static_cast<const RecordView&>(view));
+    RecordHead head;
+    const uint8_t* payload;
+    while (count < max_records && Next(&head, &payload)) {
+      // Only a later Next (or the end of the drain) publishes the tail past
+      // this record: its space is not the producer's again until the sink
+      // has copied it.
+      sink(static_cast<const RecordHead&>(head), PayloadSource(payload, head.payload_size));
       ++count;
     }
     PublishTail();
@@ -77,9 +142,10 @@ class RingReader {
   RingReader(void* base, size_t map_bytes, uint32_t data_size, uint32_t tid, ClockDomain clock,
              uint64_t tail);
 
-  // Copies out and checks the next record; false when there is none or the
-  // ring is (now) broken.
-  bool Next(RecordView* view);
+  // Copies out and checks the next record's header and finds its payload
+  // (checked to lie within the committed bytes); false when there is none or
+  // the ring is (now) broken.
+  bool Next(RecordHead* head, const uint8_t** payload);
   // Takes a new snapshot of head, checking it.
   bool LoadHead();
   void PublishTail();
@@ -98,5 +164,43 @@ class RingReader {
   bool broken_ = false;
   alignas(8) uint8_t buffer_[kMaxPayload];
 };
+
+// Inline: it runs once per record, and its result feeds the sink's checks.
+inline bool RingReader::Next(RecordHead* head, const uint8_t** payload) {
+  while (!broken_) {
+    if (tail_ == head_) {
+      PublishTail();
+      if (!LoadHead() || tail_ == head_) return false;
+    }
+    // tail_ and head_ are 8-aligned and data_size a multiple of 8, so both
+    // to_end and avail are at least 8: enough for size and type.
+    const uint64_t pos = tail_ & mask_;
+    const uint64_t to_end = size_ - pos;
+    const uint64_t avail = head_ - tail_;
+    RecordHeader header{};
+    const uint64_t header_bytes = std::min<uint64_t>({sizeof(header), to_end, avail});
+    if (header_bytes == sizeof(header)) {
+      std::memcpy(&header, data_ + pos, sizeof(header));  // the usual case, a fixed-size copy
+    } else {
+      std::memcpy(&header, data_ + pos, header_bytes);
+    }
+    if (header.type == kPaddingType) {
+      if (pos == 0 || header.size != to_end || to_end > avail) break;
+      tail_ += to_end;
+      continue;
+    }
+    const uint64_t bytes = AlignRecord(header.size);
+    if (header.size < sizeof(RecordHeader) || header.size > sizeof(RecordHeader) + kMaxPayload ||
+        bytes > to_end || bytes > avail) {
+      break;
+    }
+    *head = {header.type, header.cpu, header.timestamp, static_cast<uint32_t>(header.size - sizeof(RecordHeader))};
+    *payload = data_ + pos + sizeof(RecordHeader);
+    tail_ += bytes;
+    return true;
+  }
+  broken_ = true;
+  return false;
+}
 
 }  // namespace udiag::ring

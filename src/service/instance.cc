@@ -79,14 +79,6 @@ void InstanceSet::SetEnabled(Instance& instance, Event* event, bool on) {
   if (!on) registry_->Put(event);
 }
 
-void InstanceSet::Deliver(const Event& event, const EntryMeta& meta, std::span<const uint8_t> record) {
-  size_t slot = event.id - EventRegistry::kFirstId;
-  if (slot >= enablers_.size()) return;
-  for (Instance* instance : enablers_[slot]) {
-    if (instance->tracing_on()) instance->buffer().Append(meta, record);
-  }
-}
-
 void InstanceSet::NoteLost(uint64_t count) {
   if (top_.tracing_on()) top_.buffer().NoteLost(count);
   // A named instance tracing nothing has nothing to lose.

@@ -93,7 +93,14 @@ class InstanceSet {
   // Whether any record session enables the event (user_events_status "record").
   bool RecordedBy(uint32_t id) const;
   // Copies a record into every instance that enables its event and is on.
-  void Deliver(const Event& event, const EntryMeta& meta, std::span<const uint8_t> record);
+  // Inline: the drain loop calls it once per record.
+  void Deliver(const Event& event, const EntryMeta& meta, std::span<const uint8_t> record) {
+    size_t slot = event.id - EventRegistry::kFirstId;
+    if (slot >= enablers_.size()) return;
+    for (Instance* instance : enablers_[slot]) {
+      if (instance->tracing_on()) instance->buffer().Append(meta, record);
+    }
+  }
   // Producer-ring losses: reported by the top instance and every named one
   // that is on and enables some event.
   void NoteLost(uint64_t count);

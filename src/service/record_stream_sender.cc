@@ -1,7 +1,9 @@
 #include "service/record_stream_sender.h"
 
 #include <sys/socket.h>
+#include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -11,10 +13,12 @@
 namespace udiag::service {
 namespace {
 
-// Bytes gathered before a write: few syscalls, bounded memory.
+// Bytes of records gathered before a write: few syscalls, bounded work.
 constexpr size_t kBatchBytes = 1 << 20;
+constexpr size_t kMaxPieces = 64;
 // Largest run of records in one frame, leaving room for one more entry.
 constexpr size_t kRunBytes = ipc::kMaxFrameBytes - 64 * 1024;
+constexpr uint8_t kZeros[8] = {};
 
 uint16_t TypeOf(const ipc::RecordEntry& entry, const uint8_t* at) {
   uint16_t type = 0;
@@ -27,35 +31,77 @@ uint16_t TypeOf(const ipc::RecordEntry& entry, const uint8_t* at) {
 RecordStreamSender::RecordStreamSender(base::ScopedFd socket, Instance* instance, const EventRegistry* registry,
                                        CommLookup comm)
     : socket_(std::move(socket)), instance_(instance), registry_(registry), comm_(std::move(comm)) {
+  // Small frames, and what the socket did not take of one batch.
   out_.reserve(kBatchBytes + ipc::kMaxFrameBytes);
+  unsent_.reserve(kBatchBytes + ipc::kMaxFrameBytes);
 }
 
 int RecordStreamSender::Pump() {
   for (;;) {
-    while (out_.size() < kBatchBytes && Fill()) {
-    }
-    if (out_.size() == out_sent_) return 0;
     if (int err = Flush()) return err;
-  }
-}
-
-int RecordStreamSender::Flush() {
-  while (out_sent_ < out_.size()) {
-    ssize_t n = send(socket_.get(), out_.data() + out_sent_, out_.size() - out_sent_, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno == EWOULDBLOCK ? EAGAIN : errno;
+    bool last = false;
+    size_t batch_bytes = 0;
+    for (size_t index = 0; !last && batch_bytes < kBatchBytes && pieces_.size() < kMaxPieces; ++index) {
+      Piece piece;
+      if (!Fill(index, &piece, &last)) break;
+      if (piece.count > 0) pieces_.push_back(piece);
+      batch_bytes += piece.records.size();
     }
-    out_sent_ += n;
+    if (pieces_.empty() && out_sent_ == out_.size()) return 0;
+    if (int err = SendBatch()) return err;
   }
-  out_.clear();
-  out_sent_ = 0;
-  return 0;
 }
 
-bool RecordStreamSender::Fill() {
+int RecordStreamSender::Flush() { return SendBatch(); }
+
+int RecordStreamSender::SendBatch() {
+  iov_.clear();
+  size_t from = out_sent_, total = 0;
+  for (const Piece& piece : pieces_) {
+    iov_.push_back({out_.data() + from, piece.out_end - from});
+    iov_.push_back({const_cast<uint8_t*>(piece.records.data()), piece.records.size()});
+    total += piece.out_end - from + piece.records.size();
+    from = piece.out_end;
+  }
+  iov_.push_back({out_.data() + from, out_.size() - from});
+  total += out_.size() - from;
+  size_t sent = 0;
+  int err = 0;
+  if (total > 0) {
+    msghdr msg{};
+    msg.msg_iov = iov_.data();
+    msg.msg_iovlen = iov_.size();
+    ssize_t n;
+    do {
+      n = sendmsg(socket_.get(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    // A short write means the socket is full: the rest waits for EPOLLOUT.
+    if (n >= 0) {
+      sent = n;
+    } else {
+      err = errno == EWOULDBLOCK ? EAGAIN : errno;
+    }
+  }
+  // The pieces leave the buffer now, as if sent: what was not is copied.
+  unsent_.clear();
+  for (const iovec& piece : iov_) {
+    const size_t skip = std::min(sent, piece.iov_len);
+    sent -= skip;
+    const auto* base = static_cast<const uint8_t*>(piece.iov_base);
+    unsent_.insert(unsent_.end(), base + skip, base + piece.iov_len);
+  }
+  for (const Piece& piece : pieces_) instance_->buffer().Consume(piece.records.size(), piece.count);
+  pieces_.clear();
+  out_.swap(unsent_);
+  out_sent_ = 0;
+  if (out_.empty()) return 0;
+  return err != 0 ? err : EAGAIN;
+}
+
+bool RecordStreamSender::Fill(size_t index, Piece* piece, bool* last) {
   TraceBuffer& buffer = instance_->buffer();
-  std::span<const uint8_t> run = buffer.FrontRun();
+  std::span<const uint8_t> run = buffer.RunAt(index);
+  *last = true;
   if (run.empty()) {
     // Losses with no entry after them go out once the buffer is empty.
     if (!buffer.pending_lost()) return false;
@@ -69,19 +115,25 @@ bool RecordStreamSender::Fill() {
     ipc::RecordEntry entry;
     std::memcpy(&entry, at, sizeof(entry));
     uint16_t type = TypeOf(entry, at);
-    bool new_task = entry.tid != last_tid_ && !tasks_sent_.contains(entry.tid);
-    if (!TypeSent(type) || new_task) {
-      if (count > 0) break;  // send the run so far; the new one starts the next
-      const Event* event = registry_->FindById(type);
-      if (!event) {
-        dropped = 1 + entry.lost_before;
-        bytes = entry.size;
-        break;
+    // Most entries repeat the last one's type and thread, both sent already.
+    if (type != last_type_ || entry.tid != last_tid_) {
+      bool new_task = entry.tid != last_tid_ && !tasks_sent_.contains(entry.tid);
+      if (!TypeSent(type) || new_task) {
+        if (count > 0) break;  // send the run so far; the new one starts the next
+        const Event* event = registry_->FindById(type);
+        // Consumed at once, so only at the front: a later run waits its turn.
+        if (!event && index > 0) return false;
+        if (!event) {
+          dropped = 1 + entry.lost_before;
+          bytes = entry.size;
+          break;
+        }
+        if (!TypeSent(type)) AppendEventType(*event);
+        if (new_task) AppendTask(entry.pid, entry.tid);
       }
-      if (!TypeSent(type)) AppendEventType(*event);
-      if (new_task) AppendTask(entry.pid, entry.tid);
+      last_type_ = type;
+      last_tid_ = entry.tid;
     }
-    last_tid_ = entry.tid;
     bytes += entry.size;
     ++count;
   }
@@ -90,18 +142,23 @@ bool RecordStreamSender::Fill() {
     AppendLost(dropped);
     return true;
   }
-  AppendFrame(ipc::FrameKind::kRecords, run.first(bytes));
-  buffer.Consume(bytes, count);
+  AppendFrameHeader(ipc::FrameKind::kRecords, bytes);
+  *piece = {out_.size(), run.first(bytes), count};
+  out_.insert(out_.end(), kZeros, kZeros + (ipc::PadTo8(bytes) - bytes));
+  *last = bytes < run.size();
   return true;
 }
 
+void RecordStreamSender::AppendFrameHeader(ipc::FrameKind kind, uint32_t body_bytes) {
+  ipc::FrameHeader header{kind, body_bytes};
+  const auto* at = reinterpret_cast<const uint8_t*>(&header);
+  out_.insert(out_.end(), at, at + sizeof(header));
+}
+
 void RecordStreamSender::AppendFrame(ipc::FrameKind kind, std::span<const uint8_t> body) {
-  ipc::FrameHeader header{kind, static_cast<uint32_t>(body.size())};
-  size_t at = out_.size();
-  out_.resize(at + sizeof(header) + ipc::PadTo8(header.bytes));
-  std::memcpy(out_.data() + at, &header, sizeof(header));
-  std::memcpy(out_.data() + at + sizeof(header), body.data(), body.size());
-  std::memset(out_.data() + at + sizeof(header) + body.size(), 0, ipc::PadTo8(header.bytes) - body.size());
+  AppendFrameHeader(kind, body.size());
+  out_.insert(out_.end(), body.begin(), body.end());
+  out_.insert(out_.end(), kZeros, kZeros + (ipc::PadTo8(body.size()) - body.size()));
 }
 
 void RecordStreamSender::AppendEventType(const Event& event) {
@@ -134,6 +191,7 @@ bool RecordStreamSender::TypeSent(uint32_t id) const {
 
 void RecordStreamSender::ForgetType(uint32_t id) {
   if (TypeSent(id)) type_sent_[id - EventRegistry::kFirstId] = false;
+  if (id == last_type_) last_type_ = UINT32_MAX;
 }
 
 }  // namespace udiag::service

@@ -1,9 +1,12 @@
 // The daemon's end of one binary record stream (ipc/record_stream_format.h):
 // consumes an instance's buffer as a trace_pipe reader does, and writes the
 // entries to a non-blocking SOCK_STREAM socket in large batches, each event
-// type and task first. Entries are copied as the buffer stores them; nothing
-// is allocated or written per record.
+// type and task first. Runs of entries go out straight from the buffer's
+// memory, as stored, between their frame headers (one sendmsg per batch);
+// only what the socket did not take is copied, to be sent first next time.
 #pragma once
+
+#include <sys/uio.h>
 
 #include <cstdint>
 #include <functional>
@@ -38,10 +41,24 @@ class RecordStreamSender {
   void ForgetType(uint32_t id);
 
  private:
+  // One records frame of a batch: its header, after any frames before it,
+  // ends out_ at `out_end`; its entries are still in the instance buffer.
+  struct Piece {
+    size_t out_end = 0;
+    std::span<const uint8_t> records;
+    size_t count = 0;
+  };
+
   // Writes `out_`; 0 once it is all gone.
   int Flush();
-  // Appends frames for the buffer's next entries; false when it had none.
-  bool Fill();
+  // Appends frames for the buffer's run at `index` to `out_`, leaving its
+  // records in the buffer as `piece` (count 0: none). False when there was
+  // nothing for this batch; `last` when the batch must end after it.
+  bool Fill(size_t index, Piece* piece, bool* last);
+  // Sends `out_` with `pieces_` in place, consumes the pieces from the
+  // buffer, and keeps in `out_` what the socket did not take.
+  int SendBatch();
+  void AppendFrameHeader(ipc::FrameKind kind, uint32_t body_bytes);
   void AppendFrame(ipc::FrameKind kind, std::span<const uint8_t> body);
   void AppendEventType(const Event& event);
   void AppendTask(uint32_t pid, uint32_t tid);
@@ -52,11 +69,16 @@ class RecordStreamSender {
   Instance* instance_;
   const EventRegistry* registry_;
   CommLookup comm_;
-  std::vector<uint8_t> out_;  // frames not yet written, from out_sent_
+  std::vector<uint8_t> out_;  // bytes not yet written, from out_sent_
   size_t out_sent_ = 0;
+  std::vector<Piece> pieces_;        // of the batch being sent
+  std::vector<uint8_t> unsent_;      // what the socket did not take, swapped into out_
+  std::vector<iovec> iov_;
   std::vector<bool> type_sent_;  // by id - kFirstId
   std::unordered_set<uint32_t> tasks_sent_;
-  uint32_t last_tid_ = UINT32_MAX;  // the last task looked up (most runs are one thread's)
+  // The last entry's type and task, known to be sent (most runs are one thread's).
+  uint32_t last_type_ = UINT32_MAX;
+  uint32_t last_tid_ = UINT32_MAX;
 };
 
 }  // namespace udiag::service

@@ -801,14 +801,18 @@ void Server::SendChunked(Connection& conn, uint32_t seq, const std::string& byte
 // stop when the rings are empty or kMaxRounds were done.
 size_t Server::DrainRings() {
   size_t total = 0;
+  // A single ring has no runs to merge with: its records go to the instances
+  // as they are drained, through the same few bytes of arena.
+  const bool deliver_now = rings_.size() == 1;
   for (int round = 0; round < kMaxRounds; ++round) {
     drained_.clear();
-    arena_.clear();
+    arena_.Clear();
     runs_.clear();
     bool more = false;
+    size_t delivered_now = 0;
     for (RingSource& src : rings_) {
       size_t begin = drained_.size();
-      if (DrainRing(src) == kRoundRecords) more = true;
+      if (DrainRing(src, deliver_now ? &delivered_now : nullptr) == kRoundRecords) more = true;
       if (drained_.size() > begin) runs_.push_back({begin, drained_.size()});
       if (arena_.size() > kRoundBytes) {
         more = true;
@@ -819,7 +823,7 @@ size_t Server::DrainRings() {
     // Readers take their share between rounds, so a burst longer than an
     // instance buffer still reaches a reader that keeps up.
     PumpRecordStreams();
-    total += drained_.size();
+    total += drained_.size() + delivered_now;
     if (!more) break;
   }
   // Rings of exited threads and processes go once they are empty.
@@ -832,8 +836,9 @@ size_t Server::DrainRings() {
 
 // Copies one ring's next records into the arena, each with the common header
 // the kernel would put in front, after checking them again: the producer may
-// have written anything. Returns the records read (kept or rejected).
-size_t Server::DrainRing(RingSource& src) {
+// have written anything. With `delivered_now`, each record is delivered at
+// once and counted there instead. Returns the records read (kept or rejected).
+size_t Server::DrainRing(RingSource& src, size_t* delivered_now) {
   if (uint64_t lost = src.reader->TakeLost()) instances_->NoteLost(lost);
   auto conn = connections_.find(src.owner);
   // A dead producer's rings may still hold its events: they were checked
@@ -843,33 +848,48 @@ size_t Server::DrainRing(RingSource& src) {
   // Nothing drained now was stamped later than now: a hostile producer's
   // far-future stamps are clamped before they reach the shared clock.
   uint64_t latest = tsc ? __rdtsc() : base::MonotonicNs();
-  return src.reader->Drain(
-      [&](const ring::RecordView& rec) {
-        const Event* event = registry_->FindById(rec.type);
-        bool allowed = event && (!writable || (*writable)[rec.type - EventRegistry::kFirstId]);
-        if (!allowed || rec.payload.size() < event->desc.min_size) {
+  // A thread mostly writes one event after another: look the type up when it
+  // changes (nothing here changes events or permissions).
+  uint32_t last_type = UINT32_MAX;
+  const Event* last_allowed = nullptr;  // the event of last_type if this producer may write it
+  return src.reader->DrainHeads(
+      [&](const ring::RecordHead& rec, const ring::PayloadSource& payload) {
+        if (rec.type != last_type) {
+          const Event* found = registry_->FindById(rec.type);
+          bool allowed = found && (!writable || (*writable)[rec.type - EventRegistry::kFirstId]);
+          last_type = rec.type;
+          last_allowed = allowed ? found : nullptr;
+        }
+        const Event* event = last_allowed;
+        if (!event || rec.payload_size < event->desc.min_size) {
           ++records_rejected_;
           return;
         }
         size_t offset = arena_.size();
-        uint32_t record_size = schema::kCommonHeaderSize + rec.payload.size();
-        arena_.resize(offset + record_size);
-        uint8_t* r = arena_.data() + offset;
+        uint32_t record_size = schema::kCommonHeaderSize + rec.payload_size;
+        uint8_t* r = arena_.Extend(record_size);
         uint16_t type = rec.type;
         uint32_t pid = src.tid;
         std::memcpy(r, &type, 2);
         r[2] = 0;  // flags
         r[3] = 0;  // preempt count
         std::memcpy(r + 4, &pid, 4);
-        std::memcpy(r + 8, rec.payload.data(), rec.payload.size());
+        payload.CopyTo(r + schema::kCommonHeaderSize);
         if (!schema::LocsValid(event->locs.data(), event->locs.size(), r, record_size)) {
-          arena_.resize(offset);
+          arena_.Truncate(offset);
           ++records_rejected_;
           return;
         }
         uint64_t stamp = std::min(rec.timestamp, latest);
         uint64_t ts = tsc ? tsc_clock_.ToMonotonic(stamp) : stamp;
-        drained_.push_back({event, {ts, static_cast<uint32_t>(src.pid), src.tid, rec.cpu}, offset, record_size});
+        EntryMeta meta{ts, static_cast<uint32_t>(src.pid), src.tid, rec.cpu};
+        if (delivered_now) {
+          instances_->Deliver(*event, meta, {r, record_size});
+          arena_.Truncate(offset);
+          ++*delivered_now;
+        } else {
+          drained_.push_back({event, meta, offset, record_size});
+        }
       },
       kRoundRecords);
 }

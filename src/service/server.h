@@ -22,6 +22,7 @@
 #include "ipc/protocol.h"
 #include "ring/ring_reader.h"
 #include "service/access_policy.h"
+#include "service/drain_arena.h"
 #include "service/event_registry.h"
 #include "service/instance.h"
 #include "service/record_stream_sender.h"
@@ -168,7 +169,7 @@ class Server : public EventRegistry::Observer {
     size_t begin, end;
   };
   size_t DrainRings();
-  size_t DrainRing(RingSource& src);
+  size_t DrainRing(RingSource& src, size_t* delivered_now);
   void DeliverInTimeOrder();
   void AllowWrites(Connection& conn, const Event& event);
   void PumpPipes();
@@ -207,7 +208,7 @@ class Server : public EventRegistry::Observer {
   std::map<uint64_t, uint64_t> current_awaiting_;
   uint64_t records_rejected_ = 0;
   std::vector<DrainedRecord> drained_;  // reused across rounds
-  std::vector<uint8_t> arena_;
+  DrainArena arena_;
   std::vector<RingRun> runs_;
 };
 

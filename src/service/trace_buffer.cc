@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 namespace udiag::service {
 namespace {
@@ -16,6 +17,10 @@ bool TraceBuffer::Append(const EntryMeta& meta, std::span<const uint8_t> record)
     NoteLost(1);
     return false;
   }
+  if (!chunks_.empty() && chunks_.back().read == chunks_.back().used) {
+    // Everything was consumed: start the last chunk over rather than keep it empty.
+    chunks_.back().read = chunks_.back().used = 0;
+  }
   if (chunks_.empty() || kChunkBytes - chunks_.back().used < need) {
     if ((chunks_.size() + 1) * kChunkBytes > capacity_) {
       if (!overwrite_ || chunks_.empty()) {
@@ -27,10 +32,11 @@ bool TraceBuffer::Append(const EntryMeta& meta, std::span<const uint8_t> record)
     AddChunk();
   }
   Chunk& c = chunks_.back();
-  StoredHeader h{static_cast<uint32_t>(need), static_cast<uint32_t>(record.size()), pending_lost_,
-                 meta.timestamp, meta.pid, meta.tid, meta.cpu, {}};
-  std::memcpy(c.bytes.get() + c.used, &h, sizeof(h));
-  std::memcpy(c.bytes.get() + c.used + sizeof(h), record.data(), record.size());
+  // Built in place: a copy from the stack stalled on store forwarding.
+  // Entries start 8-aligned in memory from new[], as StoredHeader needs.
+  new (c.bytes.get() + c.used) StoredHeader{static_cast<uint32_t>(need), static_cast<uint32_t>(record.size()),
+                                            pending_lost_, meta.timestamp, meta.pid, meta.tid, meta.cpu, {}};
+  std::memcpy(c.bytes.get() + c.used + sizeof(StoredHeader), record.data(), record.size());
   c.used += need;
   ++c.count;
   ++entries_;
@@ -61,9 +67,11 @@ bool TraceBuffer::Pop(TraceEntry* out, std::vector<uint8_t>* storage) {
   return true;
 }
 
-std::span<const uint8_t> TraceBuffer::FrontRun() const {
+std::span<const uint8_t> TraceBuffer::RunAt(size_t index) const {
   for (const Chunk& c : chunks_) {
-    if (c.read < c.used) return {c.bytes.get() + c.read, c.used - c.read};
+    if (c.read == c.used) continue;
+    if (index == 0) return {c.bytes.get() + c.read, c.used - c.read};
+    --index;
   }
   return {};
 }
@@ -123,17 +131,25 @@ void TraceBuffer::DropOldestChunk() {
 
 TraceBuffer::Chunk& TraceBuffer::AddChunk() {
   Chunk& c = chunks_.emplace_back();
-  c.bytes = spare_ ? std::move(spare_) : std::make_unique_for_overwrite<uint8_t[]>(kChunkBytes);
+  if (spares_.empty()) {
+    c.bytes = std::make_unique_for_overwrite<uint8_t[]>(kChunkBytes);
+  } else {
+    c.bytes = std::move(spares_.back());
+    spares_.pop_back();
+  }
   return c;
 }
 
+// Keeping every retired chunk never holds more than the most chunks the
+// buffer ever had at once, which its capacity bounds.
 void TraceBuffer::RetireFront() {
-  spare_ = std::move(chunks_.front().bytes);
+  spares_.push_back(std::move(chunks_.front().bytes));
   chunks_.pop_front();
 }
 
 void TraceBuffer::Clear() {
   chunks_.clear();
+  spares_.clear();
   entries_ = 0;
   accepted_ = 0;
   lost_total_ = 0;
@@ -144,6 +160,7 @@ void TraceBuffer::Clear() {
 void TraceBuffer::set_capacity(size_t bytes) {
   capacity_ = std::max(bytes, kChunkBytes);
   while (chunks_.size() * kChunkBytes > capacity_) DropOldestChunk();
+  spares_.resize(std::min(spares_.size(), max_chunks() - chunks_.size()));
 }
 
 }  // namespace udiag::service

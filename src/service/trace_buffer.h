@@ -47,11 +47,11 @@ class TraceBuffer {
   void ForEach(F&& visit) const;
   // Removes the oldest entry into `out` (record copied into `storage`).
   bool Pop(TraceEntry* out, std::vector<uint8_t>* storage);
-  // The oldest entries that lie back to back in memory, as stored
-  // (ipc::RecordEntry each, see record_stream_format.h); empty when there are
-  // none. Consume(bytes, count) then removes a prefix of that run, made of
-  // `count` whole entries.
-  std::span<const uint8_t> FrontRun() const;
+  // The entries that lie back to back in memory, as stored (ipc::RecordEntry
+  // each, see record_stream_format.h), in runs oldest first: RunAt(0) is the
+  // oldest run; empty past the last one. Consume(bytes, count) removes a
+  // prefix of RunAt(0), made of `count` whole entries.
+  std::span<const uint8_t> RunAt(size_t index) const;
   void Consume(size_t bytes, size_t count);
   // A frozen copy of the entries and counters (a snapshot).
   std::unique_ptr<TraceBuffer> Copy() const;
@@ -63,6 +63,8 @@ class TraceBuffer {
   bool overwrite() const { return overwrite_; }
 
   size_t entries() const { return entries_; }
+  // Memory the buffer holds: its chunks and the retired ones kept for reuse.
+  size_t held_bytes() const { return (chunks_.size() + spares_.size()) * kChunkBytes; }
   // Entries ever accepted plus those lost on the way in: ftrace's
   // "entries-written" (overwritten entries were accepted, so count once).
   uint64_t written() const { return accepted_ + never_accepted_; }
@@ -83,10 +85,13 @@ class TraceBuffer {
   using StoredHeader = ipc::RecordEntry;
   static TraceEntry View(const uint8_t* p);
   void DropOldestChunk();
-  // Chunks come and go at the buffer's rate; one is kept for reuse so that
-  // a streaming buffer does not keep the allocator (and the kernel) busy.
+  // Chunks come and go at the buffer's rate. Retired ones are kept for reuse
+  // (never more than the capacity in all, like the kernel's ring buffer keeps
+  // its pages): memory handed back to the kernel costs a page fault per 4 KiB
+  // when it comes back, which dominated a streaming daemon's profile.
   Chunk& AddChunk();
   void RetireFront();
+  size_t max_chunks() const { return capacity_ / kChunkBytes; }
   void CountLost(uint64_t count) {
     pending_lost_ += count;
     lost_total_ += count;
@@ -95,7 +100,7 @@ class TraceBuffer {
   size_t capacity_;
   bool overwrite_ = false;
   std::deque<Chunk> chunks_;
-  std::unique_ptr<uint8_t[]> spare_;
+  std::vector<std::unique_ptr<uint8_t[]>> spares_;
   size_t entries_ = 0;
   uint64_t accepted_ = 0;
   uint64_t lost_total_ = 0;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 
 namespace udiag::service {
 namespace {
@@ -85,10 +86,10 @@ TEST(TraceBufferTest, ClearForgetsEverything) {
 namespace udiag::service {
 namespace {
 
-TEST(TraceBufferTest, FrontRunIsTheStoredEntriesAndConsumeRemovesThem) {
+TEST(TraceBufferTest, RunsAreTheStoredEntriesAndConsumeRemovesThem) {
   TraceBuffer buf(1 << 20);
   for (uint8_t i = 0; i < 3; ++i) ASSERT_TRUE(buf.Append({i, 7, 8, 1}, Record(12, i)));
-  std::span<const uint8_t> run = buf.FrontRun();
+  std::span<const uint8_t> run = buf.RunAt(0);
   ASSERT_EQ(run.size(), 3 * 56u);  // 40-byte RecordEntry + 12 bytes, padded to 8
   ipc::RecordEntry first;
   std::memcpy(&first, run.data(), sizeof(first));
@@ -103,11 +104,48 @@ TEST(TraceBufferTest, FrontRunIsTheStoredEntriesAndConsumeRemovesThem) {
   std::vector<uint8_t> storage;
   ASSERT_TRUE(buf.Pop(&e, &storage));
   EXPECT_EQ(e.meta.timestamp, 1u);
-  buf.Consume(buf.FrontRun().size(), 1);
+  buf.Consume(buf.RunAt(0).size(), 1);
   EXPECT_EQ(buf.entries(), 0u);
-  EXPECT_TRUE(buf.FrontRun().empty());
+  EXPECT_TRUE(buf.RunAt(0).empty());
   EXPECT_TRUE(buf.Append({9, 0, 0, 0}, Record(12, 9)));  // the emptied buffer takes entries again
   EXPECT_EQ(buf.entries(), 1u);
+}
+
+TEST(TraceBufferTest, RetiredChunksAreKeptForReuseUpToTheCapacity) {
+  constexpr size_t kChunk = 64 * 1024;
+  constexpr size_t kPerChunk = kChunk / 1040;  // 1000-byte records take 1040 bytes each
+  TraceBuffer buf(8 * kChunk);
+  auto fill_chunks = [&](size_t chunks) {
+    std::set<const uint8_t*> starts;
+    for (size_t i = 0; i < chunks * kPerChunk; ++i) {
+      EXPECT_TRUE(buf.Append({}, Record(1000, 1)));
+    }
+    while (!buf.RunAt(0).empty()) {
+      std::span<const uint8_t> run = buf.RunAt(0);
+      starts.insert(run.data());
+      buf.Consume(run.size(), run.size() / 1040);
+    }
+    return starts;
+  };
+  for (size_t i = 0; i < 2 * kPerChunk; ++i) ASSERT_TRUE(buf.Append({}, Record(1000, 1)));
+  EXPECT_EQ(buf.RunAt(0).size(), kPerChunk * 1040);  // one run per chunk
+  EXPECT_EQ(buf.RunAt(1).size(), kPerChunk * 1040);
+  EXPECT_NE(buf.RunAt(0).data(), buf.RunAt(1).data());
+  EXPECT_TRUE(buf.RunAt(2).empty());
+  buf.Consume(buf.RunAt(0).size(), kPerChunk);
+  buf.Consume(buf.RunAt(0).size(), kPerChunk);
+  std::set<const uint8_t*> first = fill_chunks(4);
+  ASSERT_EQ(first.size(), 4u);
+  EXPECT_EQ(buf.held_bytes(), 4 * kChunk);  // emptied, the chunks are kept
+  std::set<const uint8_t*> second = fill_chunks(4);
+  EXPECT_EQ(second, first);  // and reused
+  EXPECT_EQ(buf.held_bytes(), 4 * kChunk);
+  fill_chunks(8);
+  EXPECT_EQ(buf.held_bytes(), 8 * kChunk);
+  buf.set_capacity(2 * kChunk);
+  EXPECT_EQ(buf.held_bytes(), 2 * kChunk);
+  buf.Clear();
+  EXPECT_EQ(buf.held_bytes(), 0u);
 }
 
 TEST(TraceBufferTest, CopyIsFrozen) {
