@@ -72,15 +72,25 @@ echo "running record_stream_bench ($SECS s, unpaced and at 5 M/s)..." >&2
 "$BIN/record_stream_bench" "$SECS" "$OUT/stream.bin" 0 >"$OUT/stream_full.txt" 2>"$OUT/stream_full.err"
 "$BIN/record_stream_bench" "$SECS" "$OUT/stream.bin" 5000000 >"$OUT/stream_5m.txt" 2>"$OUT/stream_5m.err"
 rm -f "$OUT/stream.bin"
-# `udiag record` as users run it, into trace.dat, with its own private daemon.
+# `udiag record` as users run it, into trace.dat, with a daemon of its own
+# whose CPU time is read from /proc (the recorder's from its rusage).
 record_run() {  # NAME COMMAND...
   local name=$1; shift
-  UDIAG_DIR="$OUT/record-daemon-$name" "$BUILD/bin/udiag" record -e flood -o "$OUT/$name.dat" -- "$@" \
-    >"$OUT/$name.out" 2>"$OUT/$name.err"
+  local dir="$OUT/record-daemon-$name"
+  "$BUILD/bin/udiagd" --dir "$dir" >/dev/null 2>&1 &
+  local daemon=$!
+  for _ in $(seq 50); do [ -S "$dir/control.sock" ] && break; sleep 0.1; done
+  local before; before=$(awk '{print $14 + $15}' "/proc/$daemon/stat")
+  UDIAG_DIR="$dir" /usr/bin/time -f "recorder_cpu %U %S" -o "$OUT/$name.time" \
+    "$BUILD/bin/udiag" record -e flood -o "$OUT/$name.dat" -- "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+  echo "daemon_cpu $(( $(awk '{print $14 + $15}' "/proc/$daemon/stat") - before )) $(getconf CLK_TCK)" >>"$OUT/$name.time"
+  kill "$daemon"; wait "$daemon" 2>/dev/null
   stat -c %s "$OUT/$name.dat" >"$OUT/$name.size" 2>/dev/null
   rm -f "$OUT/$name.dat"
 }
-echo "running udiag record of one flood producer ($SECS s)..." >&2
+echo "running udiag record of one flood producer at 10 M events/s ($SECS s)..." >&2
+record_run record1_10m "$BIN/flood_producer" "$SECS" 10000000
+echo "running udiag record of one flood producer at full speed ($SECS s)..." >&2
 record_run record1 "$BIN/flood_producer" "$SECS"
 echo "running udiag record of eight flood producers ($SECS s)..." >&2
 record_run record8 sh -c 'for i in 1 2 3 4 5 6 7 8; do "$0" "$1" & done; wait' "$BIN/flood_producer" "$SECS"
@@ -216,16 +226,22 @@ for k in (0, 1, 3):
     print(f"| enabled write with {k} record sessions reading | "
           f"{f'{v:,.2f} ns wall, {cpu:,.2f} ns CPU' if v and cpu else err} | {ratio} |")
 secs = float(os.environ.get("SECS", "10"))
-for name, what in (("record1", "1 flood producer"), ("record8", "8 flood producers")):
+for name, what in (("record1_10m", "1 flood producer paced at 10 M/s"), ("record1", "1 flood producer, full speed"),
+                   ("record8", "8 flood producers, full speed")):
     try:
         err = open(os.path.join(out, name + ".err")).read()
         m = re.search(r"udiag record: (\d+) events \(([\d.]+) MB\) in ([\d.]+) s, (\d+) lost", err)
         written = sum(int(x) for x in re.findall(r"written (\d+)", open(os.path.join(out, name + ".out")).read()))
         size = int(open(os.path.join(out, name + ".size")).read())
         ev, lost = int(m.group(1)), int(m.group(4))
+        times = open(os.path.join(out, name + ".time")).read()
+        ru, rs = map(float, re.search(r"recorder_cpu ([\d.]+) ([\d.]+)", times).groups())
+        dticks, hz = map(int, re.search(r"daemon_cpu (\d+) (\d+)", times).groups())
+        cpu = (f"; CPU per recorded event: recorder {1e9 * (ru + rs) / max(ev, 1):.0f} ns, "
+               f"daemon {1e9 * dticks / hz / max(ev, 1):.0f} ns")
         print(f"| udiag record -o x.dat, {what}, {secs:g} s | written {written:,}, recorded {ev:,} "
               f"({ev / secs / 1e6:.2f} M events/s, {size / secs / 1e6:.0f} MB/s of trace.dat), lost {lost:,} "
-              f"({100.0 * lost / max(written, 1):.1f} %) | |")
+              f"({100.0 * lost / max(written, 1):.2f} %){cpu} | |")
     except Exception as e:
         print(f"| udiag record, {what} | failed: {e} | |")
 for name, what in (("stream_full", "unpaced"), ("stream_5m", "paced at 5 M/s")):
