@@ -29,6 +29,11 @@ constexpr int kPollMs = 100;
 constexpr milliseconds kDrainQuiet{300};
 // ...but a producer that never stops must not keep us waiting.
 constexpr milliseconds kDrainLimit{3000};
+// After a poll that brought less than this, wait a little before the next:
+// waking for every small batch costs more than the batch (a context switch
+// each); the daemon's instance buffer holds what arrives meanwhile.
+constexpr uint64_t kSmallPollBytes = 64 << 10;
+constexpr std::chrono::microseconds kNap{1000};
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -66,11 +71,15 @@ int Stream(consumer::RecordStream& stream, RecordingSink& sink, ProgressLine& pr
   for (;;) {
     bool stopping = stop.load();
     if (stopping && stopped == Clock::time_point{}) stopped = quiet_since = Clock::now();
+    uint64_t before = stream.bytes_received();
     int err = stream.Poll(kPollMs, sink);
     progress.Update();
     if (err == EPIPE) return 0;
     if (err && err != ETIMEDOUT) return err;
-    if (!stopping) continue;
+    if (!stopping) {
+      if (!err && stream.bytes_received() - before < kSmallPollBytes) std::this_thread::sleep_for(kNap);
+      continue;
+    }
     auto now = Clock::now();
     if (!err) quiet_since = now;
     if (now - quiet_since >= kDrainQuiet || now - stopped >= kDrainLimit) return 0;

@@ -99,6 +99,7 @@ int RecordStream::Poll(int timeout_ms, RecordSink& sink) {
     if (got == 0) return DeliverFrames(sink) && begin_ == end_ ? EPIPE : EPROTO;
     end_ += got;
     taken += got;
+    bytes_received_ += got;
     if (!DeliverFrames(sink)) return EPROTO;
   }
   return 0;

@@ -41,6 +41,9 @@ class RecordStream {
   // delivered), EPROTO for a malformed stream, or another errno.
   int Poll(int timeout_ms, RecordSink& sink);
 
+  // Bytes of the stream received so far.
+  uint64_t bytes_received() const { return bytes_received_; }
+
  private:
   RecordStream(ConsumerClient control, base::ScopedFd stream);
   // Hands the whole frames in buf_ to `sink`; false on a malformed frame.
@@ -50,6 +53,7 @@ class RecordStream {
   base::ScopedFd stream_;
   std::vector<uint8_t> buf_;
   size_t begin_ = 0, end_ = 0;  // unread bytes in buf_
+  uint64_t bytes_received_ = 0;
 };
 
 }  // namespace udiag::consumer

@@ -207,6 +207,7 @@ class Server : public EventRegistry::Observer {
   Connection* current_request_ = nullptr;
   std::map<uint64_t, uint64_t> current_awaiting_;
   uint64_t records_rejected_ = 0;
+  uint64_t drained_bytes_ = 0;  // ring bytes read in this loop turn, for pacing
   std::vector<DrainedRecord> drained_;  // reused across rounds
   DrainArena arena_;
   std::vector<RingRun> runs_;

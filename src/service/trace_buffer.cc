@@ -147,6 +147,10 @@ void TraceBuffer::RetireFront() {
   chunks_.pop_front();
 }
 
+void TraceBuffer::Preallocate() {
+  while (chunks_.size() + spares_.size() < max_chunks()) spares_.push_back(std::make_unique<uint8_t[]>(kChunkBytes));
+}
+
 void TraceBuffer::Clear() {
   chunks_.clear();
   spares_.clear();

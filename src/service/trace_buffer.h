@@ -56,6 +56,11 @@ class TraceBuffer {
   // A frozen copy of the entries and counters (a snapshot).
   std::unique_ptr<TraceBuffer> Copy() const;
 
+  // Allocates (and touches) the chunks of the whole capacity now, as the
+  // kernel does for a trace buffer: a reader that streams at full rate
+  // should not meet a page fault per chunk while the producers start.
+  void Preallocate();
+
   void Clear();
   void set_capacity(size_t bytes);
   size_t capacity() const { return capacity_; }

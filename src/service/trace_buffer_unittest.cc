@@ -111,6 +111,18 @@ TEST(TraceBufferTest, RunsAreTheStoredEntriesAndConsumeRemovesThem) {
   EXPECT_EQ(buf.entries(), 1u);
 }
 
+TEST(TraceBufferTest, PreallocateHoldsTheWholeCapacityAndAppendsUseIt) {
+  constexpr size_t kChunk = 64 * 1024;
+  TraceBuffer buf(6 * kChunk);
+  ASSERT_TRUE(buf.Append({}, Record(1000, 1)));
+  buf.Preallocate();
+  EXPECT_EQ(buf.held_bytes(), 6 * kChunk);
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(buf.Append({}, Record(1000, 1)));  // about 5 chunks
+  EXPECT_EQ(buf.held_bytes(), 6 * kChunk);
+  buf.Preallocate();  // nothing more to take
+  EXPECT_EQ(buf.held_bytes(), 6 * kChunk);
+}
+
 TEST(TraceBufferTest, RetiredChunksAreKeptForReuseUpToTheCapacity) {
   constexpr size_t kChunk = 64 * 1024;
   constexpr size_t kPerChunk = kChunk / 1040;  // 1000-byte records take 1040 bytes each

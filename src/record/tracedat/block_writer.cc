@@ -5,14 +5,18 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 namespace udiag::record::tracedat {
 namespace {
 
-// Blocks queued behind the one being written: enough to ride out a slow
-// write, few enough that memory stays small.
-constexpr size_t kMaxQueued = 8;
+// Blocks queued behind the one being written. A shared disk can stall for
+// a good part of a second; at 10 M events/s a block fills in about 2 ms, so
+// this rides out about 150 ms before the recorder itself has to wait. Only
+// kTouchedBlocks are allocated up front; the rest only during such a stall.
+constexpr size_t kMaxQueued = 64;
+constexpr size_t kTouchedBlocks = 10;
 
 bool DirectIoOn(int fd) {
   int flags = ::fcntl(fd, F_GETFL);
@@ -23,7 +27,16 @@ bool DirectIoOn(int fd) {
 
 void BlockWriter::FreeBlock::operator()(uint8_t* block) const { std::free(block); }
 
-BlockWriter::BlockWriter() : thread_([this] { Run(); }) {}
+BlockWriter::BlockWriter() : thread_([this] { Run(); }) {
+  // Every block a busy recording cycles through, touched now: a page fault
+  // per page in the first second of a recording is a stall it cannot afford.
+  std::vector<uint8_t*> blocks;
+  for (size_t i = 0; i < kTouchedBlocks; ++i) {
+    blocks.push_back(Acquire());
+    std::memset(blocks.back(), 0, kBlockBytes);
+  }
+  for (uint8_t* block : blocks) Release(block);
+}
 
 BlockWriter::~BlockWriter() {
   {
