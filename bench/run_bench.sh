@@ -72,8 +72,9 @@ echo "running record_stream_bench ($SECS s, unpaced and at 5 M/s)..." >&2
 "$BIN/record_stream_bench" "$SECS" "$OUT/stream.bin" 0 >"$OUT/stream_full.txt" 2>"$OUT/stream_full.err"
 "$BIN/record_stream_bench" "$SECS" "$OUT/stream.bin" 5000000 >"$OUT/stream_5m.txt" 2>"$OUT/stream_5m.err"
 rm -f "$OUT/stream.bin"
-# `udiag record` as users run it, into trace.dat, with a daemon of its own
-# whose CPU time is read from /proc (the recorder's from its rusage).
+# `udiag record` as users run it, into trace.dat, with a daemon of its own.
+# The producers run beside the recorder (not as its command), so that the
+# recorder's CPU time (its rusage) and the daemon's (/proc) are their own.
 record_run() {  # NAME COMMAND...
   local name=$1; shift
   local dir="$OUT/record-daemon-$name"
@@ -82,7 +83,12 @@ record_run() {  # NAME COMMAND...
   for _ in $(seq 50); do [ -S "$dir/control.sock" ] && break; sleep 0.1; done
   local before; before=$(awk '{print $14 + $15}' "/proc/$daemon/stat")
   UDIAG_DIR="$dir" /usr/bin/time -f "recorder_cpu %U %S" -o "$OUT/$name.time" \
-    "$BUILD/bin/udiag" record -e flood -o "$OUT/$name.dat" -- "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+    "$BUILD/bin/udiag" record -e flood -o "$OUT/$name.dat" 2>"$OUT/$name.err" &
+  local timer=$!
+  sleep 0.5  # the recording's instance and auto-enable are in place
+  UDIAG_DIR="$dir" "$@" >"$OUT/$name.out" 2>&1
+  pkill -INT -P "$timer" -x udiag
+  wait "$timer"
   echo "daemon_cpu $(( $(awk '{print $14 + $15}' "/proc/$daemon/stat") - before )) $(getconf CLK_TCK)" >>"$OUT/$name.time"
   kill "$daemon"; wait "$daemon" 2>/dev/null
   stat -c %s "$OUT/$name.dat" >"$OUT/$name.size" 2>/dev/null
