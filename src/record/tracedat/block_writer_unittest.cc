@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/scoped_fd.h"
 #include "record/tracedat/fd_io.h"
 #include "record/tracedat/test_trace.h"
 
@@ -46,17 +47,15 @@ void ExpectNumbered(const std::vector<uint8_t>& got, int count, size_t bytes) {
 
 class BlockWriterTest : public ::testing::Test {
  protected:
-  int OpenFile(const std::string& name) {
-    int fd = ::open((temp_.path() + "/" + name).c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int Keep(int fd) {
     EXPECT_GE(fd, 0);
-    fds_.push_back(fd);
-    return fd;
+    return fds_.emplace_back(fd).get();
   }
-  ~BlockWriterTest() override {
-    for (int fd : fds_) ::close(fd);
+  int OpenFile(const std::string& name) {
+    return Keep(::open((temp_.path() + "/" + name).c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   }
   testing::TempDir temp_;
-  std::vector<int> fds_;
+  std::vector<base::ScopedFd> fds_;
 };
 
 TEST_F(BlockWriterTest, BlocksLandAtTheirOffsetsWithDirectIo) {
@@ -78,9 +77,7 @@ TEST_F(BlockWriterTest, AtPositionWritesInSubmitOrder) {
 }
 
 TEST_F(BlockWriterTest, MemoryFileWorksWhateverItsDirectIoSupport) {
-  int fd = ::memfd_create("blocks", MFD_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  fds_.push_back(fd);
+  int fd = Keep(::memfd_create("blocks", MFD_CLOEXEC));
   BlockWriter::PreferDirectIo(fd);
   BlockWriter writer;
   SubmitNumbered(writer, fd, 3, kBlock, /*at_position=*/false);
@@ -90,9 +87,7 @@ TEST_F(BlockWriterTest, MemoryFileWorksWhateverItsDirectIoSupport) {
 
 TEST_F(BlockWriterTest, WaitReportsTheFirstWriteError) {
   OpenFile("ro.bin");
-  int read_only = ::open((temp_.path() + "/ro.bin").c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(read_only, 0);
-  fds_.push_back(read_only);
+  int read_only = Keep(::open((temp_.path() + "/ro.bin").c_str(), O_RDONLY | O_CLOEXEC));
   BlockWriter writer;
   SubmitNumbered(writer, read_only, 2, 4096, /*at_position=*/false);
   EXPECT_EQ(writer.Wait(), EBADF);

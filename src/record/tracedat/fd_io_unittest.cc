@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/scoped_fd.h"
 #include "record/tracedat/test_trace.h"
 
 namespace udiag::record::tracedat {
@@ -50,19 +51,16 @@ void ExpectDataMovedUp(int fd, size_t size, size_t gap, bool fallback_only) {
 
 class FdIoTest : public ::testing::Test {
  protected:
+  // An unlinked file in `dir`, closed with the test.
   int Open(const std::string& dir) {
     std::string path = dir + "/data-XXXXXX";
-    int fd = ::mkostemp(path.data(), O_CLOEXEC);
-    EXPECT_GE(fd, 0) << dir;
-    if (fd >= 0) ::unlink(path.c_str());
-    fds_.push_back(fd);
-    return fd;
-  }
-  ~FdIoTest() override {
-    for (int fd : fds_) ::close(fd);
+    base::ScopedFd& fd = fds_.emplace_back(::mkostemp(path.data(), O_CLOEXEC));
+    EXPECT_GE(fd.get(), 0) << dir;
+    ::unlink(path.c_str());
+    return fd.get();
   }
   testing::TempDir temp_;
-  std::vector<int> fds_;
+  std::vector<base::ScopedFd> fds_;
 };
 
 TEST_F(FdIoTest, MoveUpKeepsEveryByteInOrder) {
@@ -78,9 +76,8 @@ TEST_F(FdIoTest, MakeRoomAtFrontOnThisFileSystem) {
 }
 
 TEST_F(FdIoTest, MakeRoomAtFrontInMemory) {
-  int fd = ::memfd_create("room", MFD_CLOEXEC);  // tmpfs cannot insert ranges
+  int fd = fds_.emplace_back(::memfd_create("room", MFD_CLOEXEC)).get();  // tmpfs cannot insert ranges
   ASSERT_GE(fd, 0);
-  fds_.push_back(fd);
   ExpectDataMovedUp(fd, 50 * kPage, 5 * kPage, /*fallback_only=*/false);
 }
 
