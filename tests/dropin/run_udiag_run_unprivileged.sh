@@ -19,13 +19,14 @@ chmod 755 "$WORK"
 mkdir -p "$WORK/bin" "$WORK/lib" "$WORK/run"
 cp "$BIN_DIR/udiag" "$BIN_DIR/udiagd" "$PROGRAM" "$WORK/bin/"
 cp "$PRELOAD" "$WORK/lib/"
+cp -P "$(dirname "$PRELOAD")"/libudiag.so* "$WORK/lib/"  # what udiag itself loads
 chown 65534:65534 "$WORK/run"
 MODE=$(stat -c %a /dev/fuse)
 cleanup() { chmod "$MODE" /dev/fuse; rm -rf "$WORK"; }
 fail() { echo "FAIL: $*"; cleanup; exit 1; }
 as_nobody() {
   setpriv --reuid=65534 --regid=65534 --clear-groups \
-    env -i PATH=/usr/bin:/bin HOME="$WORK/run" UDIAG_DIR="$WORK/run/udiag" "$@"
+    env -i PATH=/usr/bin:/bin HOME="$WORK/run" UDIAG_DIR="$WORK/run/udiag" LD_LIBRARY_PATH="$WORK/lib" "$@"
 }
 UDIAG="$WORK/bin/udiag"
 NAME=$(basename "$PROGRAM")

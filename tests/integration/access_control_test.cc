@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include "integration_util.h"
@@ -59,6 +61,26 @@ class AccessControlTest : public ::testing::Test {
     return out;
   }
 
+  // The build tree may lie under a directory uid 65534 cannot enter (a 0700
+  // clone or home): runs a copy of program `name`, with the libraries it
+  // loads, from beside the daemon's directory.
+  std::string RunnableByNobody(const std::string& name) {
+    namespace fs = std::filesystem;
+    const std::string bin = parent_.path() + "/bin", lib = parent_.path() + "/lib";
+    fs::create_directories(bin);
+    fs::create_directories(lib);
+    auto copy_once = [](const fs::path& from, const fs::path& to) {
+      if (!fs::exists(fs::symlink_status(to))) fs::copy(from, to, fs::copy_options::copy_symlinks);
+    };
+    copy_once(Bin(name), bin + "/" + name);
+    for (const fs::directory_entry& entry : fs::directory_iterator(BinDir() + "/../lib")) {
+      std::string file = entry.path().filename();
+      if (file.starts_with("libudiag.so")) copy_once(entry.path(), lib + "/" + file);
+    }
+    setenv("LD_LIBRARY_PATH", lib.c_str(), 1);  // children inherit it
+    return bin + "/" + name;
+  }
+
   TempDir parent_;
   std::string dir_;
 };
@@ -66,7 +88,7 @@ class AccessControlTest : public ::testing::Test {
 TEST_F(AccessControlTest, UnprivilegedUserIsNotAProducerByDefault) {
   DaemonProcess daemon;
   ASSERT_EQ(daemon.Start(dir_), "");
-  int status = RunProgram({Bin("hammer_producer"), "denied", "1"},
+  int status = RunProgram({RunnableByNobody("hammer_producer"), "denied", "1"},
                    {.udiag_dir = dir_, .drop_to = Credentials{kNobody, kNobody}}, 10s);
   EXPECT_EQ(status, 64 + EACCES) << "udiag_open should fail with EACCES (exit 64+errno)";
   // Root still may.
@@ -80,7 +102,7 @@ TEST_F(AccessControlTest, ProducerGroupMemberCanProduce) {
   ASSERT_EQ(daemon.Start(dir_, {"--producer-group", std::to_string(kProducerGid)}), "");
   auto consumer = MustConnect(dir_);
   ASSERT_EQ(consumer.AutoEnable("grouped"), 0);
-  int status = RunProgram({Bin("hammer_producer"), "grouped", "25"},
+  int status = RunProgram({RunnableByNobody("hammer_producer"), "grouped", "25"},
                    {.udiag_dir = dir_, .drop_to = Credentials{kNobody, kProducerGid}}, 20s);
   ASSERT_EQ(status, 0);
   std::string trace;
@@ -91,7 +113,7 @@ TEST_F(AccessControlTest, ProducerGroupMemberCanProduce) {
   })) << trace;
   EXPECT_EQ(CheckExactlyOnce(SeqsOf(trace, "grouped"), 25), "");
   // Another group is still refused.
-  EXPECT_EQ(RunProgram({Bin("hammer_producer"), "grouped", "1"},
+  EXPECT_EQ(RunProgram({RunnableByNobody("hammer_producer"), "grouped", "1"},
                 {.udiag_dir = dir_, .drop_to = Credentials{kNobody, kConsumerGid}}, 10s),
             64 + EACCES);
 }
