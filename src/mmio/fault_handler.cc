@@ -41,12 +41,14 @@ struct UnknownFault {
 };
 __thread UnknownFault t_unknown_fault __attribute__((tls_model("initial-exec")));
 
-// A protection fault on a page that is not (or no longer) armed: if a page was
-// disarmed since this thread last saw this very fault, the fault may predate
-// the disarm and retrying the instruction is the answer. A real fault repeats
-// and is then given to the program.
+// A protection fault on a page that is not (or no longer) armed: while a
+// disarm is under way, or if a page was disarmed since this thread last saw
+// this very fault, the fault may predate the disarm's last restore and
+// retrying the instruction is the answer. A real fault repeats and is then
+// given to the program.
 bool IsStaleFault(const siginfo_t* info, uintptr_t ip) {
   if (info->si_code != SEGV_ACCERR) return false;
+  if (DisarmInProgress()) return true;  // its page may be about to get its protection back
   const uint64_t generation = DisarmGeneration();
   if (generation == 0) return false;
   const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);

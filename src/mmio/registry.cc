@@ -15,6 +15,7 @@ namespace {
 constinit Quiescence g_reader_sections;
 constinit std::atomic<const Snapshot*> g_snapshot{nullptr};
 constinit std::atomic<uint64_t> g_disarm_generation{0};
+constinit std::atomic<uint32_t> g_disarms_in_progress{0};
 
 bool NeedsAlias(udiag_mmio_mode mode) { return mode != UDIAG_MMIO_SINGLE_STEP; }
 
@@ -34,6 +35,7 @@ int ProtectPages(const std::vector<uintptr_t>& pages, int prot) {
 Quiescence& ReaderSections() { return g_reader_sections; }
 const Snapshot* CurrentSnapshot() { return g_snapshot.load(std::memory_order_seq_cst); }
 uint64_t DisarmGeneration() { return g_disarm_generation.load(); }
+bool DisarmInProgress() { return g_disarms_in_progress.load() != 0; }
 
 Registry& Registry::Get() {
   static Registry* registry = new Registry();  // never destroyed: handlers may outlive exit()
@@ -178,6 +180,7 @@ void Registry::UnregisterLocked(udiag_mmio_probe* probe) {
   if (it == probes_.end()) return;
   const ProbeSpan span = it->second;
   probes_.erase(it);
+  g_disarms_in_progress.fetch_add(1);
   std::vector<uintptr_t> dead;
   for (uintptr_t page = PageOf(span.begin); page < span.end; page += kPageSize) {
     PageRecord& record = pages_[page];
@@ -196,6 +199,9 @@ void Registry::UnregisterLocked(udiag_mmio_probe* probe) {
     mprotect(reinterpret_cast<void*>(record.state->page), kPageSize, record.state->original_prot);
     ReleaseView(record.view);
   }
+  // A fault seen during the disarm gets one more retry now that it is complete.
+  if (!dead.empty()) g_disarm_generation.fetch_add(1);
+  g_disarms_in_progress.fetch_sub(1);
 }
 
 }  // namespace udiag::mmio

@@ -26,6 +26,10 @@ const Snapshot* CurrentSnapshot();
 // before it was disarmed can reach the handler after the page left the
 // snapshot; the handler retries such a fault once per generation.
 uint64_t DisarmGeneration();
+// Whether an unregister is between lifting protections and its last restore
+// (a design-A step may protect a page again until its grace period ends): a
+// fault on a page no longer in the snapshot is retried until it is over.
+bool DisarmInProgress();
 
 class Registry {
  public:
