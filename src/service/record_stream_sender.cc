@@ -38,7 +38,7 @@ RecordStreamSender::RecordStreamSender(base::ScopedFd socket, Instance* instance
 
 int RecordStreamSender::Pump() {
   for (;;) {
-    if (int err = Flush()) return err;
+    if (int err = SendBatch()) return err;  // what the socket did not take last time first
     bool last = false;
     size_t batch_bytes = 0;
     for (size_t index = 0; !last && batch_bytes < kBatchBytes && pieces_.size() < kMaxPieces; ++index) {
@@ -47,16 +47,14 @@ int RecordStreamSender::Pump() {
       if (piece.count > 0) pieces_.push_back(piece);
       batch_bytes += piece.records.size();
     }
-    if (pieces_.empty() && out_sent_ == out_.size()) return 0;
+    if (pieces_.empty() && out_.empty()) return 0;
     if (int err = SendBatch()) return err;
   }
 }
 
-int RecordStreamSender::Flush() { return SendBatch(); }
-
 int RecordStreamSender::SendBatch() {
   iov_.clear();
-  size_t from = out_sent_, total = 0;
+  size_t from = 0, total = 0;
   for (const Piece& piece : pieces_) {
     iov_.push_back({out_.data() + from, piece.out_end - from});
     iov_.push_back({const_cast<uint8_t*>(piece.records.data()), piece.records.size()});
@@ -93,7 +91,6 @@ int RecordStreamSender::SendBatch() {
   for (const Piece& piece : pieces_) instance_->buffer().Consume(piece.records.size(), piece.count);
   pieces_.clear();
   out_.swap(unsent_);
-  out_sent_ = 0;
   if (out_.empty()) return 0;
   return err != 0 ? err : EAGAIN;
 }

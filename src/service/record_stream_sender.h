@@ -49,8 +49,6 @@ class RecordStreamSender {
     size_t count = 0;
   };
 
-  // Writes `out_`; 0 once it is all gone.
-  int Flush();
   // Appends frames for the buffer's run at `index` to `out_`, leaving its
   // records in the buffer as `piece` (count 0: none). False when there was
   // nothing for this batch; `last` when the batch must end after it.
@@ -69,8 +67,7 @@ class RecordStreamSender {
   Instance* instance_;
   const EventRegistry* registry_;
   CommLookup comm_;
-  std::vector<uint8_t> out_;  // bytes not yet written, from out_sent_
-  size_t out_sent_ = 0;
+  std::vector<uint8_t> out_;  // bytes not yet written
   std::vector<Piece> pieces_;        // of the batch being sent
   std::vector<uint8_t> unsent_;      // what the socket did not take, swapped into out_
   std::vector<iovec> iov_;
