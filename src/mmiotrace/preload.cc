@@ -77,10 +77,17 @@ void SetModeFromEnvironment() {
   if (mode == "emulate") udiag_mmio_set_mode(UDIAG_MMIO_EMULATE);
 }
 
-void AtForkPrepare() { g_tracer->mappings.LockForFork(); }
-void AtForkParent() { g_tracer->mappings.UnlockAfterFork(); }
+void AtForkPrepare() {
+  g_tracer->writer.PauseForFork();
+  g_tracer->mappings.LockForFork();
+}
+void AtForkParent() {
+  g_tracer->mappings.UnlockAfterFork();
+  g_tracer->writer.ResumeAfterFork();
+}
 void AtForkChild() {
   g_tracer->mappings.UnlockAfterFork();
+  g_tracer->writer.ResumeAfterFork();
   mt::TracedMappings::RefreshPid();
   g_tracer->rings.ResetInForkChild();
   g_tracer->writer.RestartInForkChild();

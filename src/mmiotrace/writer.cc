@@ -65,6 +65,7 @@ void Writer::Stop() {
     munmap(stack_, kStackBytes);
     running_ = false;
   }
+  std::lock_guard lock(flush_mutex_);
   Flush();
 }
 
@@ -79,7 +80,10 @@ void* Writer::ThreadMain(void* self) {
   auto* writer = static_cast<Writer*>(self);
   const timespec period{0, kDrainPeriodNs};
   while (!writer->stop_.load()) {
-    writer->Flush();
+    {
+      std::lock_guard lock(writer->flush_mutex_);
+      writer->Flush();
+    }
     nanosleep(&period, nullptr);
   }
   return nullptr;

@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,15 +24,20 @@ class Writer {
   void Start();
   // Stops the thread and sends what is still queued (at exit).
   void Stop();
-  // In a fork child: the parent's thread and connection are not ours; a
-  // new connection tells the session about this process.
+  // fork() support. The thread must not be inside a flush when the process
+  // forks: it may hold an allocator lock then, which the child would
+  // inherit locked (glibc's malloc copes; sanitizer allocators do not).
+  void PauseForFork() { flush_mutex_.lock(); }
+  void ResumeAfterFork() { flush_mutex_.unlock(); }
+  // In a fork child, after ResumeAfterFork: the parent's thread and
+  // connection are not ours; a new connection tells the session about us.
   void RestartInForkChild();
 
  private:
   static void* ThreadMain(void* self);
   void Connect();
   void StartThread();
-  void Flush();
+  void Flush();  // with flush_mutex_ held
   void Send(const void* data, size_t size);
 
   ThreadRings* rings_;
@@ -42,6 +48,7 @@ class Writer {
   void* stack_ = nullptr;
   bool running_ = false;
   std::atomic<bool> stop_{false};
+  std::mutex flush_mutex_;
   std::vector<Record> drained_;
   std::vector<uint8_t> message_;
 };

@@ -58,6 +58,7 @@ pid_t StartProcess(const std::vector<std::string>& argv, const SpawnOptions& opt
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(126);
+    setpgid(0, 0);  // a timeout kills what it started too (WaitExit)
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -70,6 +71,7 @@ pid_t StartProcess(const std::vector<std::string>& argv, const SpawnOptions& opt
     execve(args[0], args.data(), envp.data());
     _exit(127);
   }
+  if (pid > 0) setpgid(pid, pid);  // as the child does: whichever runs first
   if (out >= 0) close(out);
   if (err >= 0) close(err);
   return pid;
@@ -83,6 +85,9 @@ int WaitExit(pid_t pid, std::chrono::milliseconds timeout) {
     if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (r < 0) return -1;
     if (Clock::now() > deadline) {
+      // The whole group: a hung grandchild would otherwise outlive the test
+      // and hold ctest's output pipe open until ctest's own timeout.
+      kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       return -1;
