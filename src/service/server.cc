@@ -32,7 +32,7 @@ using base::ErrorOr;
 using base::ScopedFd;
 
 // Drain pacing: while producers are active, poll often enough that about
-// kTurnBytes of ring wait per turn (a quarter of the default ring): fewer,
+// kTurnBytes of ring wait per turn (a sixteenth of the default ring): fewer,
 // larger drains cost less than many small ones (each wake-up is a context
 // switch, and draining right behind a producer bounces its cache lines).
 // Back off when they go quiet, and sleep (producers wake us) after a

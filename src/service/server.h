@@ -31,10 +31,16 @@
 
 namespace udiag::service {
 
+// Each producer thread's ring. 4 MiB holds 9 ms of 10 M events/s of 32-byte
+// payloads, more than the scheduling gaps of a busy 2-core guest; 1 MiB lost
+// events there (docs/performance.md). Pages are only used as a thread's
+// writes reach them.
+inline constexpr uint32_t kDefaultRingBytes = 4 << 20;
+
 struct ServerOptions {
   std::string dir;
   AccessPolicy policy;
-  uint32_t ring_bytes = 1 << 20;  // per producer thread
+  uint32_t ring_bytes = kDefaultRingBytes;  // per producer thread
   bool verbose = false;
 };
 

@@ -59,14 +59,14 @@ int main(int argc, char** argv) {
       "from every producer process, and serves them to consumers (udiag CLI)."};
   std::string dir, producer_group, consumer_group;
   bool daemonize = false, verbose = false;
-  uint32_t ring_kb = 1024;
+  uint32_t ring_kb = udiag::service::kDefaultRingBytes / 1024;
   app.add_option("--dir", dir,
                  "Directory for the socket and pid file (default: $UDIAG_DIR, else /run/udiag as root, "
                  "else $XDG_RUNTIME_DIR/udiag)");
   app.add_flag("--daemonize", daemonize, "Detach and run in the background once ready");
   app.add_option("--producer-group", producer_group, "Group whose members may register and write events");
   app.add_option("--consumer-group", consumer_group, "Group whose members may enable events and read traces");
-  app.add_option("--ring-kb", ring_kb, "Size of each producer thread's ring in KiB (power of two)")
+  app.add_option("--ring-kb", ring_kb, fmt::format("Size of each producer thread's ring in KiB (power of two; default {})", ring_kb))
       ->check(CLI::Range(4u, 65536u));
   app.add_flag("-v,--verbose", verbose, "Log connections to stderr");
   try {
