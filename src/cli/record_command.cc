@@ -112,10 +112,8 @@ int StartSession(const RecordOptions& options, Session* session) {
   session->path = "instances/" + session->instance;
   // Owned by this connection: it goes away with us, however we end.
   if (int err = session->control->Mkdir(session->path, /*owned=*/true)) return Fail("mkdir " + session->path, err);
-  if (options.size_kb) {
-    std::string file = session->path + "/buffer_size_kb";
-    if (int err = session->control->Write(file, std::to_string(options.size_kb), false)) return Fail(file, err);
-  }
+  std::string size_file = session->path + "/buffer_size_kb";
+  if (int err = session->control->Write(size_file, std::to_string(options.size_kb), false)) return Fail(size_file, err);
   if (options.overwrite) {
     std::string file = session->path + "/options/overwrite";
     if (int err = session->control->Write(file, "1", false)) return Fail(file, err);

@@ -18,7 +18,10 @@ struct RecordOptions {
   std::string output = "trace.dat";
   std::optional<record::TraceFormat> format;  // default: from the output's name
   bool overwrite = false;            // flight recorder: keep the newest, write at the end
-  uint32_t size_kb = 0;              // instance buffer size; 0: the daemon's default
+  // The instance buffer, in KiB. Larger than an instance's default: it
+  // rides out the recorder's stalls (its start, its disk) at 10 M events/s,
+  // where 4 MiB lost events (docs/performance.md).
+  uint32_t size_kb = 16384;
   std::vector<std::string> command;  // empty: record until SIGINT/SIGTERM
 };
 

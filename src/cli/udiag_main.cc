@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "base/daemon_dir.h"
 #include "cli/cli_support.h"
 #include "cli/mark_command.h"
@@ -210,7 +212,8 @@ void AddRecordCommands(CLI::App& app, CommandLine& line) {
   record->add_option("--format", line.format, "dat, ctf or perfetto (default: from the output's name)")
       ->check(formats);
   record->add_flag("--overwrite", line.record.overwrite, "Flight recorder: keep the newest events, write at the end");
-  record->add_option("--size", line.record.size_kb, "Buffer size of the recording instance in KB");
+  record->add_option("--size", line.record.size_kb,
+                     fmt::format("Buffer size of the recording instance in KB (default {})", line.record.size_kb));
   record->add_option("COMMAND", line.record.command, "Command to run (put it after `--`)");
   record->callback([&] {
     line.run = [&](const std::string& dir) {
