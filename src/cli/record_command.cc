@@ -7,7 +7,9 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
+#include <string_view>
 #include <thread>
 
 #include "cli/cli_support.h"
@@ -92,6 +94,35 @@ int DrainRest(consumer::RecordStream& stream, RecordingSink& sink) {
     int err = stream.Poll(kPollMs, sink);
     if (err == ETIMEDOUT || err == EPIPE) return 0;
     if (err) return err;
+  }
+}
+
+// "name: N" from the instance's per_cpu/cpu0/stats text; 0 when absent.
+uint64_t StatsValue(std::string_view stats, std::string_view name) {
+  size_t at = stats.find(fmt::format("\n{}: ", name));
+  if (at == std::string_view::npos) return 0;
+  return std::strtoull(stats.data() + at + name.size() + 3, nullptr, 10);
+}
+
+// Says where the losses happened and what would have kept them.
+void PrintLossBreakdown(consumer::ConsumerClient& control, const std::string& instance_path) {
+  auto stats = control.Read(instance_path + "/per_cpu/cpu0/stats");
+  if (!stats.ok()) return;
+  std::string text = "\n" + *stats;
+  uint64_t in_rings = StatsValue(text, "lost in producer rings");
+  uint64_t dropped = StatsValue(text, "dropped events");
+  uint64_t overwritten = StatsValue(text, "overrun");
+  if (in_rings) {
+    fmt::print(stderr, "udiag record: {} lost in producers' rings, not drained in time (udiagd --ring-kb holds more)\n",
+               in_rings);
+  }
+  if (dropped) {
+    fmt::print(stderr, "udiag record: {} dropped by the recording's full buffer, not read in time (--size holds more)\n",
+               dropped);
+  }
+  if (overwritten) {
+    fmt::print(stderr, "udiag record: {} overwritten by newer events (flight recorder; --size keeps more)\n",
+               overwritten);
   }
 }
 
@@ -192,6 +223,7 @@ int Record(const RecordOptions& options) {
   double secs = Seconds(Clock::now() - started);
   fmt::print(stderr, "udiag record: {} events ({:.1f} MB) in {:.1f} s, {} lost -> {} ({})\n", sink.events(),
              sink.bytes() / 1e6, secs, sink.lost(), options.output, record::TraceFormatName(format));
+  if (sink.lost()) PrintLossBreakdown(*session.control, session.path);
   if (sink.restamped()) {
     fmt::print(stderr, "udiag record: {} events committed late were stamped with the time before them\n",
                sink.restamped());

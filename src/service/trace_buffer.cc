@@ -14,7 +14,7 @@ TraceBuffer::TraceBuffer(size_t capacity_bytes) : capacity_(std::max(capacity_by
 bool TraceBuffer::Append(const EntryMeta& meta, std::span<const uint8_t> record) {
   size_t need = Align8(sizeof(StoredHeader) + record.size());
   if (need > kChunkBytes) {
-    NoteLost(1);
+    Refuse();
     return false;
   }
   if (!chunks_.empty() && chunks_.back().read == chunks_.back().used) {
@@ -24,7 +24,7 @@ bool TraceBuffer::Append(const EntryMeta& meta, std::span<const uint8_t> record)
   if (chunks_.empty() || kChunkBytes - chunks_.back().used < need) {
     if ((chunks_.size() + 1) * kChunkBytes > capacity_) {
       if (!overwrite_ || chunks_.empty()) {
-        NoteLost(1);
+        Refuse();
         return false;
       }
       DropOldestChunk();
@@ -63,6 +63,7 @@ bool TraceBuffer::Pop(TraceEntry* out, std::vector<uint8_t>* storage) {
   c.read += reinterpret_cast<const StoredHeader*>(p)->size;
   --c.count;
   --entries_;
+  ++stats_.read;
   if (c.read == c.used && chunks_.size() > 1) RetireFront();
   return true;
 }
@@ -83,6 +84,7 @@ void TraceBuffer::Consume(size_t bytes, size_t count) {
   c.read += bytes;
   c.count -= count;
   entries_ -= count;
+  stats_.read += count;
   if (c.read == c.used && chunks_.size() > 1) RetireFront();
 }
 
@@ -101,7 +103,21 @@ std::unique_ptr<TraceBuffer> TraceBuffer::Copy() const {
   copy->lost_total_ = lost_total_;
   copy->never_accepted_ = never_accepted_;
   copy->pending_lost_ = pending_lost_;
+  copy->stats_ = stats_;
   return copy;
+}
+
+size_t TraceBuffer::bytes() const {
+  size_t total = 0;
+  for (const Chunk& c : chunks_) total += c.used - c.read;
+  return total;
+}
+
+uint64_t TraceBuffer::oldest_timestamp() const {
+  for (const Chunk& c : chunks_) {
+    if (c.read < c.used) return View(c.bytes.get() + c.read).meta.timestamp;
+  }
+  return 0;
 }
 
 void TraceBuffer::DropOldestChunk() {
@@ -115,6 +131,7 @@ void TraceBuffer::DropOldestChunk() {
     off += h.size;
   }
   lost_total_ += dropped.count;
+  stats_.overrun += dropped.count;
   entries_ -= dropped.count;
   RetireFront();
   // As ftrace reports overwritten events: before the oldest entry kept.
@@ -159,6 +176,7 @@ void TraceBuffer::Clear() {
   lost_total_ = 0;
   never_accepted_ = 0;
   pending_lost_ = 0;
+  stats_ = {};
 }
 
 void TraceBuffer::set_capacity(size_t bytes) {

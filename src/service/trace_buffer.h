@@ -38,6 +38,7 @@ class TraceBuffer {
   bool Append(const EntryMeta& meta, std::span<const uint8_t> record);
   // Counts events lost before reaching this buffer.
   void NoteLost(uint64_t count) {
+    stats_.lost_upstream += count;
     never_accepted_ += count;
     CountLost(count);
   }
@@ -79,6 +80,19 @@ class TraceBuffer {
   // For consuming readers: hands over the trailing losses once reported.
   uint64_t TakePendingLost() { return std::exchange(pending_lost_, 0); }
 
+  // Where entries went, for ftrace's per-cpu `stats` file; every loss is
+  // counted in exactly one of overrun, dropped and lost_upstream.
+  struct Stats {
+    uint64_t overrun = 0;        // overwritten by newer entries (overwrite mode)
+    uint64_t dropped = 0;        // refused: the buffer was full (discard-new) or the entry too big
+    uint64_t read = 0;           // consumed by trace_pipe or a record stream
+    uint64_t lost_upstream = 0;  // lost in producers' rings, before reaching the buffer
+  };
+  const Stats& stats() const { return stats_; }
+  // Bytes the entries held take, and the oldest one's timestamp (0: none).
+  size_t bytes() const;
+  uint64_t oldest_timestamp() const;
+
  private:
   static constexpr size_t kChunkBytes = 64 * 1024;
   struct Chunk {
@@ -97,6 +111,11 @@ class TraceBuffer {
   Chunk& AddChunk();
   void RetireFront();
   size_t max_chunks() const { return capacity_ / kChunkBytes; }
+  void Refuse() {
+    ++stats_.dropped;
+    ++never_accepted_;
+    CountLost(1);
+  }
   void CountLost(uint64_t count) {
     pending_lost_ += count;
     lost_total_ += count;
@@ -111,6 +130,7 @@ class TraceBuffer {
   uint64_t lost_total_ = 0;
   uint64_t never_accepted_ = 0;
   uint64_t pending_lost_ = 0;
+  Stats stats_;
 };
 
 template <typename F>

@@ -43,6 +43,38 @@ TEST(TraceBufferTest, DiscardNewCountsLostAndReportsItWithTheNextEntry) {
   EXPECT_EQ(buf.pending_lost(), 0u);
 }
 
+// Each loss lands in exactly one of the stats' counters, which add up to
+// lost_total().
+TEST(TraceBufferTest, StatsTellWhereEachLossHappened) {
+  TraceBuffer buf(64 * 1024);
+  buf.NoteLost(3);
+  uint64_t accepted = 0;
+  while (buf.Append({10 + accepted}, Record(1000, 1))) ++accepted;
+  ASSERT_FALSE(buf.Append({}, Record(70 * 1024, 1)));  // larger than any chunk
+  EXPECT_EQ(buf.stats().lost_upstream, 3u);
+  EXPECT_EQ(buf.stats().dropped, 2u);
+  EXPECT_EQ(buf.stats().overrun, 0u);
+  EXPECT_EQ(buf.oldest_timestamp(), 10u);
+  EXPECT_EQ(buf.bytes(), accepted * 1040);  // 1000 bytes + a 40-byte header, 8-aligned
+
+  TraceEntry e;
+  std::vector<uint8_t> storage;
+  ASSERT_TRUE(buf.Pop(&e, &storage));
+  buf.Consume(buf.RunAt(0).first(1040).size(), 1);
+  EXPECT_EQ(buf.stats().read, 2u);
+  EXPECT_EQ(buf.oldest_timestamp(), 12u);
+
+  buf.set_overwrite(true);
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(buf.Append({}, Record(1000, 2)));
+  EXPECT_GT(buf.stats().overrun, 0u);
+  const TraceBuffer::Stats& s = buf.stats();
+  EXPECT_EQ(s.lost_upstream + s.dropped + s.overrun, buf.lost_total());
+
+  buf.Clear();
+  EXPECT_EQ(buf.stats().overrun + buf.stats().dropped + buf.stats().read + buf.stats().lost_upstream, 0u);
+  EXPECT_EQ(buf.oldest_timestamp(), 0u);
+}
+
 TEST(TraceBufferTest, OverwriteDropsOldest) {
   TraceBuffer buf(128 * 1024);
   buf.set_overwrite(true);

@@ -8,14 +8,15 @@
 #include <charconv>
 #include <map>
 
+#include "base/tsc.h"
 #include "service/trace_text.h"
 
 namespace udiag::service {
 
 enum class Node {
-  kRoot, kInstancesDir, kOptionsDir, kEventsDir, kSystemDir, kEventDir,  // directories
+  kRoot, kInstancesDir, kOptionsDir, kPerCpuDir, kCpuDir, kEventsDir, kSystemDir, kEventDir,  // directories
   kDynamicEvents, kStatus, kAvailableEvents, kSetEvent, kTrace, kTracePipe, kTracingOn,
-  kBufferSizeKb, kTraceClock, kEventsMax, kEnable, kFormat, kId, kOverwrite, kSnapshot,
+  kBufferSizeKb, kTraceClock, kEventsMax, kEnable, kFormat, kId, kOverwrite, kSnapshot, kStats,
 };
 
 struct TracefsTree::Resolved {
@@ -106,6 +107,14 @@ base::ErrorOr<TracefsTree::Resolved> TracefsTree::Resolve(std::string_view path)
     if (parts.size() == 2 && parts[1] == "overwrite") return Resolved{Node::kOverwrite, r.instance, {}, nullptr};
     return base::Errno{ENOENT};
   }
+  // One buffer per instance, so one cpu directory: cpu0.
+  if (parts[0] == "per_cpu") {
+    if (parts.size() == 1) return Resolved{Node::kPerCpuDir, r.instance, {}, nullptr};
+    if (parts[1] != "cpu0") return base::Errno{ENOENT};
+    if (parts.size() == 2) return Resolved{Node::kCpuDir, r.instance, {}, nullptr};
+    if (parts.size() == 3 && parts[2] == "stats") return Resolved{Node::kStats, r.instance, {}, nullptr};
+    return base::Errno{ENOENT};
+  }
   if (parts[0] != "events") {
     if (parts.size() != 1) return base::Errno{ENOENT};
     for (const auto& f : kRootFiles) {
@@ -137,8 +146,8 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
   if (!caller.consumer && !(caller.producer && ProducerReadable(r->node))) return base::Errno{EACCES};
   const Instance& inst = *r->instance;
   switch (r->node) {
-    case Node::kRoot: case Node::kInstancesDir: case Node::kOptionsDir:
-    case Node::kEventsDir: case Node::kSystemDir: case Node::kEventDir:
+    case Node::kRoot: case Node::kInstancesDir: case Node::kOptionsDir: case Node::kPerCpuDir:
+    case Node::kCpuDir: case Node::kEventsDir: case Node::kSystemDir: case Node::kEventDir:
       return base::Errno{EISDIR};
     case Node::kTracePipe:
       return base::Errno{EINVAL};  // streamed: see PipeInstance()
@@ -182,8 +191,22 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
       return std::string(inst.buffer().overwrite() ? "1\n" : "0\n");
     case Node::kSnapshot:
       return ReadSnapshot(inst);
+    case Node::kStats:
+      return ReadStats(inst.buffer());
   }
   return base::Errno{EINVAL};
+}
+
+// ftrace's per_cpu/cpuN/stats, and one line of ours: what producers' rings
+// lost before the buffer (the kernel's writers have no ring of their own).
+std::string TracefsTree::ReadStats(const TraceBuffer& buffer) const {
+  auto seconds = [](uint64_t ns) { return fmt::format("{:5}.{:06}", ns / 1'000'000'000, ns / 1000 % 1'000'000); };
+  const TraceBuffer::Stats& stats = buffer.stats();
+  return fmt::format(
+      "entries: {}\noverrun: {}\ncommit overrun: 0\nbytes: {}\noldest event ts: {}\nnow ts: {}\n"
+      "dropped events: {}\nread events: {}\nlost in producer rings: {}\n",
+      buffer.entries(), stats.overrun, buffer.bytes(), seconds(buffer.oldest_timestamp()),
+      seconds(base::MonotonicNs()), stats.dropped, stats.read, stats.lost_upstream);
 }
 
 std::string TracefsTree::ReadStatus() const {
@@ -386,6 +409,7 @@ base::ErrorOr<std::vector<DirEntry>> TracefsTree::List(std::string_view path, co
       out.push_back({"events", true});
       if (top) out.push_back({"instances", true});
       out.push_back({"options", true});
+      out.push_back({"per_cpu", true});
       for (const auto& f : kRootFiles) {
         if (top || !f.top_only) out.push_back({f.name, false});
       }
@@ -396,6 +420,12 @@ base::ErrorOr<std::vector<DirEntry>> TracefsTree::List(std::string_view path, co
       break;
     case Node::kOptionsDir:
       out.push_back({"overwrite", false});
+      break;
+    case Node::kPerCpuDir:
+      out.push_back({"cpu0", true});
+      break;
+    case Node::kCpuDir:
+      out.push_back({"stats", false});
       break;
     case Node::kEventsDir:
       out.push_back({"enable", false});

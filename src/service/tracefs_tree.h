@@ -4,7 +4,7 @@
 //
 //   dynamic_events  user_events_status  available_events  user_events_max   (top only)
 //   set_event  trace  trace_pipe  tracing_on  buffer_size_kb  trace_clock  snapshot
-//   options/overwrite
+//   options/overwrite  per_cpu/cpu0/stats
 //   events/enable  events/<system>/enable  events/<system>/<event>/{enable,format,id}
 //   instances/<name>/...   the per-instance files above, made by mkdir
 #pragma once
@@ -63,6 +63,7 @@ class TracefsTree {
   std::string ReadTrace(const TraceBuffer& buffer) const;
   std::string ReadSnapshot(const Instance& instance) const;
   std::string ReadStatus() const;
+  std::string ReadStats(const TraceBuffer& buffer) const;
   std::string ReadEnable(const Instance& instance, std::string_view system) const;
   int WriteDynamicEvents(std::string_view text, bool append, const Caller& caller);
   int WriteSetEvent(Instance& instance, std::string_view text, bool append);

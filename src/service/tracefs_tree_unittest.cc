@@ -128,6 +128,30 @@ TEST_F(TracefsTreeTest, TracingOffStopsRecording) {
   EXPECT_EQ(Read("tracing_on"), "0\n");
 }
 
+TEST_F(TracefsTreeTest, PerCpuStatsCountWhereEventsWent) {
+  ASSERT_EQ(tree_.Write("dynamic_events", "u:test u32 count", true, kRoot), 0);
+  Event* e = registry_.FindByTracepoint("user_events", "test");
+  ASSERT_NE(e, nullptr);
+  ASSERT_EQ(tree_.Write("events/user_events/test/enable", "1", false, kConsumer), 0);
+  instances_.NoteLost(4);
+  instances_.Deliver(*e, {2'500'000'000, 1, 1, 0}, std::vector<uint8_t>(8));
+  instances_.Deliver(*e, {3'000'000'000, 1, 1, 0}, std::vector<uint8_t>(8));
+  TraceEntry entry;
+  std::vector<uint8_t> storage;
+  ASSERT_TRUE(instances_.top().buffer().Pop(&entry, &storage));
+  std::string stats = Read("per_cpu/cpu0/stats");
+  EXPECT_TRUE(stats.starts_with("entries: 1\noverrun: 0\ncommit overrun: 0\nbytes: 48\n"
+                                "oldest event ts:     3.000000\nnow ts: "))
+      << stats;
+  EXPECT_TRUE(stats.ends_with("\ndropped events: 0\nread events: 1\nlost in producer rings: 4\n")) << stats;
+  EXPECT_EQ(tree_.Write("per_cpu/cpu0/stats", "0", false, kConsumer), EACCES);
+  EXPECT_FALSE(tree_.Read("per_cpu/cpu1/stats", kConsumer).ok());
+  auto listing = tree_.List("per_cpu", kConsumer);
+  ASSERT_TRUE(listing.ok());
+  ASSERT_EQ(listing->size(), 1u);
+  EXPECT_EQ((*listing)[0].name, "cpu0");
+}
+
 TEST_F(TracefsTreeTest, BufferSize) {
   ASSERT_EQ(tree_.Write("buffer_size_kb", "2048\n", false, kConsumer), 0);
   EXPECT_EQ(Read("buffer_size_kb"), "2048\n");

@@ -57,6 +57,11 @@ grep -q 'counted: seq=0x0 (0)$' "$T/fr.txt" && fail "the oldest event survived a
 # with the kept ones they are every event written.
 lost=$(sed -n 's/^udiag record: .* \([0-9]*\) lost ->.*/\1/p' "$T/fr.err")
 [ $((kept + lost)) = 100000 ] || fail "kept $kept + reported lost $lost is not the 100000 written"
+# The summary says where they went (the instance's per_cpu/cpu0/stats).
+overwritten=$(sed -n 's/^udiag record: \([0-9]*\) overwritten by newer events.*/\1/p' "$T/fr.err")
+in_rings=$(sed -n 's/^udiag record: \([0-9]*\) lost in producers.*/\1/p' "$T/fr.err")
+[ $((${overwritten:-0} + ${in_rings:-0})) = "$lost" ] ||
+  fail "the summary's overwritten ${overwritten:-0} + lost in rings ${in_rings:-0} is not the $lost lost"
 first_line=$(grep -m1 -v '^cpus=' "$T/fr.txt")
 echo "$first_line" | grep -q "^CPU:[0-9]* \[LOST $lost EVENTS\]$" || fail "the loss is not reported before the oldest kept event: $first_line"
 cleanup
