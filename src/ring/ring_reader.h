@@ -124,6 +124,8 @@ class RingReader {
   uint64_t TakeLost();
 
   bool broken() const { return broken_; }
+  // Where reading has got to: its increase is the ring bytes consumed.
+  uint64_t position() const { return tail_; }
   // The producer said its thread exited.
   bool closed() const;
   // Nothing committed is left to read (or the ring is broken).

@@ -218,23 +218,22 @@ int Server::Run() {
       }
     }
     tsc_clock_.Sample();
-    drained_bytes_ = 0;
-    size_t drained = DrainRings();
+    DrainTotals drained = DrainRings();
     registry_->CollectGarbage();
     PumpPipes();
     PumpRecordStreams();
     ResolveDeferred(false);
 
     uint64_t now = base::MonotonicNs();
-    if (drained > 0) {
+    if (drained.records > 0) {
       last_activity = now;
-      poll_ns = PollIntervalFor(drained_bytes_, now - last_turn);
+      poll_ns = PollIntervalFor(drained.bytes, now - last_turn);
     } else {
       poll_ns = std::min(poll_ns * 2, kMaxPollNs);
       if (now - last_activity > kIdleBeforeSleepNs && deferred_.empty()) {
         SetRingsSleeping(true);
         // Anything committed before the flag was visible is drained now.
-        if (DrainRings() == 0) {
+        if (DrainRings().records == 0) {
           sleeping = true;
         } else {
           SetRingsSleeping(false);
@@ -815,8 +814,8 @@ void Server::SendChunked(Connection& conn, uint32_t seq, const std::string& byte
 // round publishes the rings' tails, so a fast producer gets its space back
 // while we work, and bounds the memory a round holds; the rounds of one pass
 // stop when the rings are empty or kMaxRounds were done.
-size_t Server::DrainRings() {
-  size_t total = 0;
+Server::DrainTotals Server::DrainRings() {
+  DrainTotals total;
   // A single ring has no runs to merge with: its records go to the instances
   // as they are drained, through the same few bytes of arena.
   const bool deliver_now = rings_.size() == 1;
@@ -828,7 +827,9 @@ size_t Server::DrainRings() {
     size_t delivered_now = 0;
     for (RingSource& src : rings_) {
       size_t begin = drained_.size();
+      uint64_t position = src.reader->position();
       if (DrainRing(src, deliver_now ? &delivered_now : nullptr) == kRoundRecords) more = true;
+      total.bytes += src.reader->position() - position;
       if (drained_.size() > begin) runs_.push_back({begin, drained_.size()});
       if (arena_.size() > kRoundBytes) {
         more = true;
@@ -839,7 +840,7 @@ size_t Server::DrainRings() {
     // Readers take their share between rounds, so a burst longer than an
     // instance buffer still reaches a reader that keeps up.
     PumpRecordStreams();
-    total += drained_.size() + delivered_now;
+    total.records += drained_.size() + delivered_now;
     if (!more) break;
   }
   // Rings of exited threads and processes go once they are empty.
@@ -870,7 +871,6 @@ size_t Server::DrainRing(RingSource& src, size_t* delivered_now) {
   const Event* last_allowed = nullptr;  // the event of last_type if this producer may write it
   return src.reader->DrainHeads(
       [&](const ring::RecordHead& rec, const ring::PayloadSource& payload) {
-        drained_bytes_ += sizeof(ring::RecordHeader) + rec.payload_size;
         if (rec.type != last_type) {
           const Event* found = registry_->FindById(rec.type);
           bool allowed = found && (!writable || (*writable)[rec.type - EventRegistry::kFirstId]);

@@ -174,7 +174,11 @@ class Server : public EventRegistry::Observer {
   struct RingRun {  // one ring's records in drained_, in time order
     size_t begin, end;
   };
-  size_t DrainRings();
+  struct DrainTotals {
+    size_t records = 0;  // read, kept or rejected
+    uint64_t bytes = 0;  // of ring consumed
+  };
+  DrainTotals DrainRings();
   size_t DrainRing(RingSource& src, size_t* delivered_now);
   void DeliverInTimeOrder();
   void AllowWrites(Connection& conn, const Event& event);
@@ -213,7 +217,6 @@ class Server : public EventRegistry::Observer {
   Connection* current_request_ = nullptr;
   std::map<uint64_t, uint64_t> current_awaiting_;
   uint64_t records_rejected_ = 0;
-  uint64_t drained_bytes_ = 0;  // ring bytes read in this loop turn, for pacing
   std::vector<DrainedRecord> drained_;  // reused across rounds
   DrainArena arena_;
   std::vector<RingRun> runs_;
