@@ -75,15 +75,15 @@ rm -f "$OUT/stream.bin"
 # `udiag record` as users run it, into trace.dat, with a daemon of its own.
 # The producers run beside the recorder (not as its command), so that the
 # recorder's CPU time (its rusage) and the daemon's (/proc) are their own.
-record_run() {  # NAME COMMAND...
-  local name=$1; shift
+record_run() {  # NAME "UDIAG RECORD OPTIONS" COMMAND...
+  local name=$1 options=$2; shift 2
   local dir="$OUT/record-daemon-$name"
   "$BUILD/bin/udiagd" --dir "$dir" >/dev/null 2>&1 &
   local daemon=$!
   for _ in $(seq 50); do [ -S "$dir/control.sock" ] && break; sleep 0.1; done
   local before; before=$(awk '{print $14 + $15}' "/proc/$daemon/stat")
   UDIAG_DIR="$dir" /usr/bin/time -f "recorder_cpu %U %S" -o "$OUT/$name.time" \
-    "$BUILD/bin/udiag" record -e flood -o "$OUT/$name.dat" 2>"$OUT/$name.err" &
+    "$BUILD/bin/udiag" record $options -e flood -o "$OUT/$name.dat" 2>"$OUT/$name.err" &
   local timer=$!
   sleep 0.5  # the recording's instance and auto-enable are in place
   UDIAG_DIR="$dir" "$@" >"$OUT/$name.out" 2>&1
@@ -95,11 +95,15 @@ record_run() {  # NAME COMMAND...
   rm -f "$OUT/$name.dat"
 }
 echo "running udiag record of one flood producer at 10 M events/s ($SECS s)..." >&2
-record_run record1_10m "$BIN/flood_producer" "$SECS" 10000000
+record_run record1_10m "" "$BIN/flood_producer" "$SECS" 10000000
 echo "running udiag record of one flood producer at full speed ($SECS s)..." >&2
-record_run record1 "$BIN/flood_producer" "$SECS"
+record_run record1 "" "$BIN/flood_producer" "$SECS"
+echo "running udiag record --block of one flood producer at full speed ($SECS s)..." >&2
+record_run record1_block --block "$BIN/flood_producer" "$SECS"
 echo "running udiag record of eight flood producers ($SECS s)..." >&2
-record_run record8 sh -c 'for i in 1 2 3 4 5 6 7 8; do "$0" "$1" & done; wait' "$BIN/flood_producer" "$SECS"
+record_run record8 "" sh -c 'for i in 1 2 3 4 5 6 7 8; do "$0" "$1" & done; wait' "$BIN/flood_producer" "$SECS"
+echo "running udiag record --block of eight flood producers ($SECS s)..." >&2
+record_run record8_block --block sh -c 'for i in 1 2 3 4 5 6 7 8; do "$0" "$1" & done; wait' "$BIN/flood_producer" "$SECS"
 
 # --- Issue 5: memory-access probes ----------------------------------------------
 echo "running mmio_bench..." >&2
@@ -233,7 +237,9 @@ for k in (0, 1, 3):
           f"{f'{v:,.2f} ns wall, {cpu:,.2f} ns CPU' if v and cpu else err} | {ratio} |")
 secs = float(os.environ.get("SECS", "10"))
 for name, what in (("record1_10m", "1 flood producer paced at 10 M/s"), ("record1", "1 flood producer, full speed"),
-                   ("record8", "8 flood producers, full speed")):
+                   ("record1_block", "--block, 1 flood producer, full speed"),
+                   ("record8", "8 flood producers, full speed"),
+                   ("record8_block", "--block, 8 flood producers, full speed")):
     try:
         err = open(os.path.join(out, name + ".err")).read()
         m = re.search(r"udiag record: (\d+) events \(([\d.]+) MB\) in ([\d.]+) s, (\d+) lost", err)

@@ -104,21 +104,24 @@ uint64_t StatsValue(std::string_view stats, std::string_view name) {
   return std::strtoull(stats.data() + at + name.size() + 3, nullptr, 10);
 }
 
-// Says where the losses happened and what would have kept them.
-void PrintLossBreakdown(consumer::ConsumerClient& control, const std::string& instance_path) {
+// Says where the losses happened and what would have kept them. With
+// --block, losses mean the recording stopped reading for longer than it.
+void PrintLossBreakdown(consumer::ConsumerClient& control, const std::string& instance_path, uint32_t block_ms) {
   auto stats = control.Read(instance_path + "/per_cpu/cpu0/stats");
   if (!stats.ok()) return;
   std::string text = "\n" + *stats;
   uint64_t in_rings = StatsValue(text, "lost in producer rings");
   uint64_t dropped = StatsValue(text, "dropped events");
   uint64_t overwritten = StatsValue(text, "overrun");
+  std::string remedy = block_ms ? fmt::format("the recording stopped reading for over {} ms; --block=MS waits longer", block_ms)
+                                : std::string("--block waits instead of dropping");
   if (in_rings) {
-    fmt::print(stderr, "udiag record: {} lost in producers' rings, not drained in time (udiagd --ring-kb holds more)\n",
-               in_rings);
+    fmt::print(stderr, "udiag record: {} lost in producers' rings, not drained in time (udiagd --ring-kb holds more; {})\n",
+               in_rings, remedy);
   }
   if (dropped) {
-    fmt::print(stderr, "udiag record: {} dropped by the recording's full buffer, not read in time (--size holds more)\n",
-               dropped);
+    fmt::print(stderr, "udiag record: {} dropped by the recording's full buffer, not read in time (--size holds more; {})\n",
+               dropped, remedy);
   }
   if (overwritten) {
     fmt::print(stderr, "udiag record: {} overwritten by newer events (flight recorder; --size keeps more)\n",
@@ -148,6 +151,10 @@ int StartSession(const RecordOptions& options, Session* session) {
   if (options.overwrite) {
     std::string file = session->path + "/options/overwrite";
     if (int err = session->control->Write(file, "1", false)) return Fail(file, err);
+  }
+  if (options.block_ms > 0) {
+    std::string file = session->path + "/blocking_timeout_ms";
+    if (int err = session->control->Write(file, std::to_string(options.block_ms), false)) return Fail(file, err);
   }
   std::vector<std::string> globs = options.events.empty() ? std::vector<std::string>{"*"} : options.events;
   for (const std::string& glob : globs) {
@@ -223,7 +230,7 @@ int Record(const RecordOptions& options) {
   double secs = Seconds(Clock::now() - started);
   fmt::print(stderr, "udiag record: {} events ({:.1f} MB) in {:.1f} s, {} lost -> {} ({})\n", sink.events(),
              sink.bytes() / 1e6, secs, sink.lost(), options.output, record::TraceFormatName(format));
-  if (sink.lost()) PrintLossBreakdown(*session.control, session.path);
+  if (sink.lost()) PrintLossBreakdown(*session.control, session.path, options.block_ms);
   if (sink.restamped()) {
     fmt::print(stderr, "udiag record: {} events committed late were stamped with the time before them\n",
                sink.restamped());

@@ -22,6 +22,9 @@ struct RecordOptions {
   // rides out the recorder's stalls (its start, its disk) at 10 M events/s,
   // where 4 MiB lost events (docs/performance.md).
   uint32_t size_kb = 16384;
+  // The instance's blocking_timeout_ms: producers wait up to this long for
+  // room instead of dropping (0: they drop, as with the kernel).
+  uint32_t block_ms = 0;
   std::vector<std::string> command;  // empty: record until SIGINT/SIGTERM
 };
 

@@ -205,13 +205,19 @@ void AddRecordCommands(CLI::App& app, CommandLine& line) {
           "Starts a private udiagd when none runs (and sets $UDIAG_DIR for COMMAND). On a terminal\n"
           "a progress line shows events, MB, events/s and losses; a summary per event ends it.\n"
           "With --overwrite the instance is a flight recorder: it keeps the newest events that fit\n"
-          "in --size KB and they are written when recording ends.\n") +
+          "in --size KB and they are written when recording ends.\n"
+          "With --block nothing is lost while udiag keeps up: a producer thread whose ring is full\n"
+          "waits (up to MS, default 1000, once until the ring drains) instead of dropping events,\n"
+          "so the fastest producers are slowed to the recording's pace.\n") +
           kEventHelp + "\nExample: udiag record -o app.dat -- ./app; trace-cmd report app.dat");
   record->add_option("-e,--event", line.record.events, "Events to record (repeatable)");
   record->add_option("-o,--output", line.record.output, "Output file or CTF directory")->capture_default_str();
   record->add_option("--format", line.format, "dat, ctf or perfetto (default: from the output's name)")
       ->check(formats);
-  record->add_flag("--overwrite", line.record.overwrite, "Flight recorder: keep the newest events, write at the end");
+  CLI::Option* overwrite =
+      record->add_flag("--overwrite", line.record.overwrite, "Flight recorder: keep the newest events, write at the end");
+  record->add_flag("--block{1000}", line.record.block_ms, "Producers wait for room instead of dropping: --block[=MS]")
+      ->excludes(overwrite);
   record->add_option("--size", line.record.size_kb,
                      fmt::format("Buffer size of the recording instance in KB (default {})", line.record.size_kb));
   record->add_option("COMMAND", line.record.command, "Command to run (put it after `--`)");

@@ -174,6 +174,44 @@ TEST(RingConcurrencyTest, DroppedRecordsAreExactlyTheLostOnes) {
   EXPECT_EQ(bad, 0u);
 }
 
+// A consumer that must not lose records lets the writer wait for room: a
+// producer far faster than a slow consumer, on a small ring, loses nothing
+// and its records arrive in order. The reader wakes the waiting writer.
+TEST(RingConcurrencyTest, WaitingWriterLosesNothingToASlowConsumer) {
+  constexpr uint64_t kRecords = 200'000;
+  constexpr uint32_t kMaxFiller = 40;
+  TestRing ring(4096);
+  auto reader = ring.Reader();
+  ASSERT_NE(reader, nullptr);
+  reader->SetWriterWait(60'000);
+  std::atomic<bool> done{false};
+  std::thread producer([&] {
+    RingWriter writer;
+    writer.Attach(RingReaderTestPeer::Base(*reader));
+    for (uint64_t seq = 0; seq < kRecords; ++seq) {
+      if (!WriteRecord(writer, seq, kMaxFiller)) break;
+    }
+    done.store(true, std::memory_order_release);
+  });
+  uint64_t expected = 0, wrong = 0, lost = 0;
+  for (int round = 0; !done.load(std::memory_order_acquire) || !reader->empty(); ++round) {
+    reader->Drain(
+        [&](const RecordView& r) {
+          const uint64_t seq = CheckRecord(r, kMaxFiller);
+          wrong += seq != expected;
+          expected = seq + 1;
+        },
+        16);
+    lost += reader->TakeLost();
+    if (round % 64 == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  producer.join();
+  EXPECT_EQ(lost + reader->TakeLost(), 0u);
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(expected, kRecords);
+  EXPECT_EQ(ring.header()->writer_waiting.load(), 0u);
+}
+
 // The consumer sleeps on an eventfd when idle; producers wake it through
 // Commit()'s return value. The sleep has a timeout (see RingWriter::Commit).
 TEST(RingConcurrencyTest, SleepingConsumerIsWoken) {

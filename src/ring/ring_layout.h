@@ -1,8 +1,10 @@
 // The shared-memory layout of one producer thread's event ring.
 //
 // One ring per producer thread, in a sealed memfd the producer creates and
-// passes to udiagd. The producer is the only writer of `head`, `lost` and the
-// data area; the daemon is the only writer of `tail` and `consumer_sleeping`.
+// passes to udiagd. The producer is the only writer of `head`, `lost`,
+// `closed` and the data area; the daemon is the only writer of `tail`,
+// `consumer_sleeping` and `full_wait_ms`. `writer_waiting` is set by the
+// producer and cleared by the daemon.
 // The daemon treats every byte of the mapping as hostile input: it never
 // trusts `head`, record sizes or types, and copies a record out before
 // validating it (see ring_reader.h).
@@ -48,6 +50,14 @@ struct RingHeader {
   // Set by the producer when its thread exits; the daemon frees the ring once
   // it is drained.
   std::atomic<uint32_t> closed;
+
+  // How long a writer that finds the ring full may wait for room before it
+  // drops the record, in ms (0, the default: drop at once). Set by the
+  // daemon while a consumer that must not lose events asks for it.
+  alignas(64) std::atomic<uint32_t> full_wait_ms;
+  // A futex word: set to 1 by a writer about to wait for room; the daemon
+  // clears it and wakes the writer once it has freed space.
+  std::atomic<uint32_t> writer_waiting;
 };
 static_assert(sizeof(RingHeader) <= kHeaderBytes);
 

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "ring/ring_futex.h"
+
 namespace udiag::ring {
 namespace {
 
@@ -93,6 +95,25 @@ void RingReader::PublishTail() {
   if (tail_ == published_tail_) return;
   header_->tail.store(tail_, std::memory_order_release);
   published_tail_ = tail_;
+}
+
+void RingReader::SetWriterWait(uint32_t ms) {
+  header_->full_wait_ms.store(ms, std::memory_order_relaxed);
+  writer_may_wait_ = ms != 0;
+  // A writer may still be waiting under the old setting: let it look again.
+  if (!writer_may_wait_) WakeWaitingWriter();
+}
+
+void RingReader::WakeWaitingWriter() {
+  // The tail store must be visible before the flag is read: the writer sets
+  // the flag, then re-reads the tail (seq_cst on both sides).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (header_->writer_waiting.load(std::memory_order_relaxed) == 0) return;
+  // Free space by our head snapshot, which may be older than the writer's
+  // head: a wake-up too early only costs the writer another wait.
+  const uint64_t used = head_ - tail_;
+  if (used != 0 && size_ - used < size_ / 8) return;
+  if (header_->writer_waiting.exchange(0, std::memory_order_relaxed) != 0) FutexWake(&header_->writer_waiting);
 }
 
 uint64_t RingReader::TakeLost() {

@@ -116,8 +116,15 @@ class RingReader {
       ++count;
     }
     PublishTail();
+    if (writer_may_wait_) WakeWaitingWriter();
     return count;
   }
+
+  // Lets the writer wait up to `ms` for room when the ring is full instead
+  // of dropping (0: it drops at once). A waiting writer is woken when a
+  // drain has freed an eighth of the ring or emptied it, so it comes back
+  // to room for a batch, not for one record.
+  void SetWriterWait(uint32_t ms);
 
   // Increase of the producer's lost counter since the last call; a counter
   // that goes backwards gives 0 until it passes its highest value again.
@@ -151,6 +158,7 @@ class RingReader {
   // Takes a new snapshot of head, checking it.
   bool LoadHead();
   void PublishTail();
+  void WakeWaitingWriter();
 
   RingHeader* const header_;
   const uint8_t* const data_;
@@ -164,6 +172,7 @@ class RingReader {
   uint64_t head_;            // last checked snapshot of the shared head
   uint64_t lost_seen_ = 0;
   bool broken_ = false;
+  bool writer_may_wait_ = false;
   alignas(8) uint8_t buffer_[kMaxPayload];
 };
 

@@ -1,5 +1,9 @@
 // Producer side of an event ring (layout in ring_layout.h): one writer per
-// ring, never blocks, drops and counts when full.
+// ring. When the ring is full it drops and counts, unless the daemon set
+// `full_wait_ms` (a consumer asked not to lose events): then it first waits
+// that long for room. A wait that times out is not repeated until the
+// daemon has consumed something, so a stalled daemon costs a thread one
+// timeout, not one per event.
 //
 // Fast path: two compares against private copies of head and tail, a 16-byte
 // header store, the caller's payload copy, a release store of head and one
@@ -11,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <cerrno>
@@ -18,6 +23,7 @@
 #include <cstring>
 #include <new>
 
+#include "ring/ring_futex.h"
 #include "ring/ring_layout.h"
 
 namespace udiag::ring {
@@ -36,6 +42,7 @@ class RingWriter {
     head_ = header_->head.load(std::memory_order_relaxed);
     cached_tail_ = head_ - size_;  // full until the first Reserve reads the tail
     reserved_ = 0;
+    gave_up_at_tail_ = UINT64_MAX;
   }
   bool attached() const { return header_ != nullptr; }
 
@@ -52,7 +59,7 @@ class RingWriter {
     const uint64_t bytes = AlignRecord(size);
     uint64_t pos = head_ & mask_;
     if (bytes > size_ - pos || bytes > size_ - (head_ - cached_tail_)) [[unlikely]] {
-      if (!MakeRoom(bytes)) return Drop();
+      if (!MakeRoom(bytes) && !WaitForRoom(bytes)) return Drop();
       pos = head_ & mask_;
     }
     uint8_t* record = data_ + pos;
@@ -120,6 +127,31 @@ class RingWriter {
     return Fits(bytes);
   }
 
+  // Waits up to full_wait_ms for MakeRoom(bytes) to succeed. The daemon
+  // wakes us when it frees space; the wait is sliced so a missed wake-up
+  // costs at most a slice.
+  [[gnu::noinline, gnu::cold]] bool WaitForRoom(uint64_t bytes) {
+    const uint32_t wait_ms = header_->full_wait_ms.load(std::memory_order_relaxed);
+    if (wait_ms == 0 || cached_tail_ == gave_up_at_tail_) return false;
+    constexpr uint64_t kSliceNs = 1'000'000;
+    const uint64_t deadline = RingClockNs() + uint64_t{wait_ms} * 1'000'000;
+    for (;;) {
+      // seq_cst: the daemon stores the tail, then reads this flag.
+      header_->writer_waiting.store(1, std::memory_order_seq_cst);
+      if (MakeRoom(bytes)) break;
+      const uint64_t now = RingClockNs();
+      // The daemon may have turned waiting off meanwhile.
+      if (now >= deadline || header_->full_wait_ms.load(std::memory_order_relaxed) == 0) {
+        gave_up_at_tail_ = cached_tail_;
+        header_->writer_waiting.store(0, std::memory_order_relaxed);
+        return false;
+      }
+      FutexWait(&header_->writer_waiting, 1, std::min(deadline - now, kSliceNs));
+    }
+    header_->writer_waiting.store(0, std::memory_order_relaxed);
+    return true;
+  }
+
   RingHeader* header_ = nullptr;
   uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
@@ -127,6 +159,7 @@ class RingWriter {
   uint64_t head_ = 0;         // committed bytes, as published
   uint64_t cached_tail_ = 0;  // head_ - cached_tail_ <= size_ always
   uint64_t reserved_ = 0;     // bytes of the open reservation
+  uint64_t gave_up_at_tail_ = UINT64_MAX;  // the tail a wait timed out at
 };
 
 struct RingMapping {

@@ -108,6 +108,42 @@ TEST(RingWriterTest, FullRingDropsUntilTailMoves) {
   EXPECT_EQ(ring.header()->lost.load(), 3u);
 }
 
+// With full_wait_ms set, a full ring makes the writer wait that long before
+// dropping; after a wait that timed out it drops at once until the tail moves.
+TEST(RingWriterTest, FullRingWaitsOnceUntilTheTailMoves) {
+  constexpr uint32_t kWaitMs = 200;
+  TestRing ring(4096);
+  RingWriter writer;
+  writer.Attach(ring.base());
+  ring.header()->full_wait_ms.store(kWaitMs);
+  auto fill = [&] {
+    while (ring.header()->head.load() - ring.header()->tail.load() < 4096) {
+      ASSERT_NE(writer.Reserve(48, 1, 0, 0), nullptr);
+      writer.Commit();
+    }
+  };
+  auto timed_reserve_ms = [&] {
+    const uint64_t start = RingClockNs();
+    EXPECT_EQ(writer.Reserve(48, 1, 0, 0), nullptr);
+    return (RingClockNs() - start) / 1'000'000;
+  };
+  fill();
+  EXPECT_GE(timed_reserve_ms(), kWaitMs);
+  EXPECT_EQ(ring.header()->writer_waiting.load(), 0u) << "left set after the wait";
+  EXPECT_LT(timed_reserve_ms(), kWaitMs) << "waited again although nothing was consumed";
+  EXPECT_EQ(ring.header()->lost.load(), 2u);
+
+  ring.header()->tail.store(ring.header()->head.load());  // the consumer catches up
+  fill();
+  EXPECT_GE(timed_reserve_ms(), kWaitMs) << "the tail moved: a full ring is waited for again";
+
+  ring.header()->full_wait_ms.store(0);
+  ring.header()->tail.store(ring.header()->head.load());
+  fill();
+  EXPECT_LT(timed_reserve_ms(), kWaitMs);
+  EXPECT_EQ(ring.header()->lost.load(), 4u);
+}
+
 TEST(RingWriterTest, BogusTailKeepsRingFull) {
   TestRing ring(4096);
   RingWriter writer;

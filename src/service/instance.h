@@ -35,6 +35,18 @@ class Instance {
   bool IsEnabled(uint32_t id) const { return enabled_.contains(id); }
   const std::set<uint32_t>& enabled() const { return enabled_; }
 
+  // `blocking_timeout_ms`: 0 (the default) drops what does not fit, as
+  // ftrace does. Otherwise, while the buffer is in discard-new mode, its
+  // events wait in the producers' rings instead of being dropped here, and a
+  // producer whose ring is full waits up to this long for room.
+  uint32_t blocking_timeout_ms() const { return blocking_timeout_ms_; }
+  void set_blocking_timeout_ms(uint32_t ms) { blocking_timeout_ms_ = ms; }
+  // Whether this instance holds its events back now: it blocks, is on,
+  // enables something, and its buffer had room or was read within the
+  // timeout. A reader that stops for longer (stopped, or never came) lets
+  // events be dropped again rather than stall every producer.
+  bool HoldsBack(uint64_t now_ns, size_t max_record_bytes);
+
   // `snapshot`: a frozen copy of the buffer, or null when freed.
   const TraceBuffer* snapshot() const { return snapshot_.get(); }
   void TakeSnapshot() { snapshot_ = buffer_.Copy(); }
@@ -64,6 +76,9 @@ class Instance {
   std::set<uint32_t> enabled_;
   std::unique_ptr<TraceBuffer> snapshot_;
   uint64_t owner_ = 0;
+  uint32_t blocking_timeout_ms_ = 0;
+  uint64_t reads_seen_ = 0;        // the buffer's read count at last_progress_ns_
+  uint64_t last_progress_ns_ = 0;  // when it last had room or was read
   int readers_ = 0;
   int record_streams_ = 0;
 };

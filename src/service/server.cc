@@ -52,6 +52,9 @@ constexpr size_t kChunkBytes = base::kMaxMessageBytes - sizeof(ipc::MessageHeade
 constexpr size_t kRoundRecords = 4096;
 constexpr size_t kRoundBytes = 4 << 20;
 constexpr int kMaxRounds = 64;
+// The largest record a ring can hand over, with its common header: what a
+// holding-back instance must have room for, per record drained.
+constexpr size_t kMaxRecordBytes = schema::kCommonHeaderSize + ring::kMaxPayload;
 
 // Dispatch tags for epoll: the low bits say which kind of fd it is.
 enum Tag : uint64_t { kListener = 1, kWake, kSignals, kConnection, kDataFile, kRecordStream };
@@ -498,6 +501,7 @@ int Server::OnAddRing(Connection& conn, std::vector<ScopedFd>& fds) {
   struct stat st;
   if (stat(fmt::format("/proc/{}/task/{}", conn.peer.pid, tid).c_str(), &st) < 0) tid = conn.peer.pid;
   RememberComm(conn.peer.pid, tid);
+  (*reader)->SetWriterWait(writer_wait_ms_);
   rings_.push_back({std::move(reader).value(), conn.peer.pid, tid, conn.id});
   return 0;
 }
@@ -823,12 +827,17 @@ Server::DrainTotals Server::DrainRings() {
     drained_.clear();
     arena_.Clear();
     runs_.clear();
+    // Each round: the last one's readers may have freed room, or gone.
+    UpdateHoldBack();
     bool more = false;
     size_t delivered_now = 0;
     for (RingSource& src : rings_) {
+      // A holding-back instance that is full leaves the rest in the rings.
+      const size_t max_records = RecordsThatFit();
+      if (max_records == 0) break;
       size_t begin = drained_.size();
       uint64_t position = src.reader->position();
-      if (DrainRing(src, deliver_now ? &delivered_now : nullptr) == kRoundRecords) more = true;
+      if (DrainRing(src, max_records, deliver_now ? &delivered_now : nullptr) == max_records) more = true;
       total.bytes += src.reader->position() - position;
       if (drained_.size() > begin) runs_.push_back({begin, drained_.size()});
       if (arena_.size() > kRoundBytes) {
@@ -851,11 +860,41 @@ Server::DrainTotals Server::DrainRings() {
   return total;
 }
 
-// Copies one ring's next records into the arena, each with the common header
-// the kernel would put in front, after checking them again: the producer may
-// have written anything. With `delivered_now`, each record is delivered at
-// once and counted there instead. Returns the records read (kept or rejected).
-size_t Server::DrainRing(RingSource& src, size_t* delivered_now) {
+// Which instances hold their events back (blocking_timeout_ms), and how
+// long the producers' rings let a writer wait for room: the longest of
+// their timeouts, or 0 when none holds back.
+void Server::UpdateHoldBack() {
+  const uint64_t now = base::MonotonicNs();
+  holding_back_.clear();
+  uint32_t wait_ms = 0;
+  auto consider = [&](Instance& instance) {
+    if (!instance.HoldsBack(now, kMaxRecordBytes)) return;
+    holding_back_.push_back(&instance);
+    wait_ms = std::max(wait_ms, instance.blocking_timeout_ms());
+  };
+  consider(instances_->top());
+  for (auto& [_, instance] : instances_->named()) consider(*instance);
+  if (wait_ms != writer_wait_ms_) {
+    writer_wait_ms_ = wait_ms;
+    for (RingSource& src : rings_) src.reader->SetWriterWait(wait_ms);
+  }
+}
+
+// Records this round may still take from a ring: kRoundRecords, or fewer
+// when a holding-back instance has room for fewer (counting the drained
+// records not delivered yet), so that none of them is dropped there.
+size_t Server::RecordsThatFit() const {
+  size_t room = kRoundRecords + drained_.size();
+  for (const Instance* instance : holding_back_) room = std::min(room, instance->buffer().RoomFor(kMaxRecordBytes));
+  return room > drained_.size() ? room - drained_.size() : 0;
+}
+
+// Copies up to max_records of one ring's next records into the arena, each
+// with the common header the kernel would put in front, after checking them
+// again: the producer may have written anything. With `delivered_now`, each
+// record is delivered at once and counted there instead. Returns the records
+// read (kept or rejected).
+size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_now) {
   if (uint64_t lost = src.reader->TakeLost()) instances_->NoteLost(lost);
   auto conn = connections_.find(src.owner);
   // A dead producer's rings may still hold its events: they were checked
@@ -908,7 +947,7 @@ size_t Server::DrainRing(RingSource& src, size_t* delivered_now) {
           drained_.push_back({event, meta, offset, record_size});
         }
       },
-      kRoundRecords);
+      max_records);
 }
 
 // Each ring's run is in time order already (one thread, one clock), so the

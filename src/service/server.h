@@ -179,7 +179,9 @@ class Server : public EventRegistry::Observer {
     uint64_t bytes = 0;  // of ring consumed
   };
   DrainTotals DrainRings();
-  size_t DrainRing(RingSource& src, size_t* delivered_now);
+  size_t DrainRing(RingSource& src, size_t max_records, size_t* delivered_now);
+  void UpdateHoldBack();
+  size_t RecordsThatFit() const;
   void DeliverInTimeOrder();
   void AllowWrites(Connection& conn, const Event& event);
   void PumpPipes();
@@ -220,6 +222,8 @@ class Server : public EventRegistry::Observer {
   std::vector<DrainedRecord> drained_;  // reused across rounds
   DrainArena arena_;
   std::vector<RingRun> runs_;
+  std::vector<Instance*> holding_back_;  // this drain round's, see UpdateHoldBack
+  uint32_t writer_wait_ms_ = 0;          // what the rings' full_wait_ms says
 };
 
 }  // namespace udiag::service

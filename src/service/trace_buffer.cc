@@ -45,6 +45,17 @@ bool TraceBuffer::Append(const EntryMeta& meta, std::span<const uint8_t> record)
   return true;
 }
 
+size_t TraceBuffer::RoomFor(size_t record_bytes) const {
+  const size_t need = Align8(sizeof(StoredHeader) + record_bytes);
+  if (need > kChunkBytes) return 0;
+  size_t room = 0;
+  if (!chunks_.empty()) {
+    const Chunk& last = chunks_.back();
+    room = (kChunkBytes - (last.read == last.used ? 0 : last.used)) / need;  // Append reuses a consumed one
+  }
+  return room + (max_chunks() - std::min(max_chunks(), chunks_.size())) * (kChunkBytes / need);
+}
+
 TraceEntry TraceBuffer::View(const uint8_t* p) {
   StoredHeader h;
   std::memcpy(&h, p, sizeof(h));

@@ -91,6 +91,10 @@ class TraceBuffer {
   const Stats& stats() const { return stats_; }
   // Bytes the entries held take, and the oldest one's timestamp (0: none).
   size_t bytes() const;
+  // How many more records of up to `record_bytes` each Append takes before
+  // the buffer is full (discard-new mode): what a drain may hand over without
+  // any being dropped.
+  size_t RoomFor(size_t record_bytes) const;
   uint64_t oldest_timestamp() const;
 
  private:

@@ -75,6 +75,30 @@ TEST(TraceBufferTest, StatsTellWhereEachLossHappened) {
   EXPECT_EQ(buf.oldest_timestamp(), 0u);
 }
 
+// RoomFor is exact for records of the size asked about and safe for smaller
+// ones: that many are taken, the next is refused.
+TEST(TraceBufferTest, RoomForIsWhatAppendTakesBeforeRefusing) {
+  for (size_t record : {size_t{8}, size_t{40}, size_t{1000}, size_t{4072}}) {
+    TraceBuffer buf(256 * 1024);
+    ASSERT_TRUE(buf.Append({}, Record(24, 1)));  // a partly used last chunk
+    const size_t room = buf.RoomFor(record);
+    EXPECT_GT(room, 0u);
+    for (size_t i = 0; i < room; ++i) ASSERT_TRUE(buf.Append({}, Record(record, 2))) << record << " #" << i;
+    EXPECT_EQ(buf.RoomFor(record), 0u);
+    EXPECT_FALSE(buf.Append({}, Record(record, 3))) << record;
+    EXPECT_EQ(buf.stats().dropped, 1u);
+  }
+  TraceBuffer mixed(128 * 1024);
+  const size_t room = mixed.RoomFor(1000);
+  for (size_t i = 0; i < room; ++i) ASSERT_TRUE(mixed.Append({}, Record(i % 3 == 0 ? 1000 : 16, 4)));
+  // Consuming everything gives the whole capacity back.
+  TraceEntry e;
+  std::vector<uint8_t> storage;
+  while (mixed.Pop(&e, &storage)) {
+  }
+  EXPECT_EQ(mixed.RoomFor(1000), TraceBuffer(128 * 1024).RoomFor(1000));
+}
+
 TEST(TraceBufferTest, OverwriteDropsOldest) {
   TraceBuffer buf(128 * 1024);
   buf.set_overwrite(true);

@@ -17,6 +17,7 @@ enum class Node {
   kRoot, kInstancesDir, kOptionsDir, kPerCpuDir, kCpuDir, kEventsDir, kSystemDir, kEventDir,  // directories
   kDynamicEvents, kStatus, kAvailableEvents, kSetEvent, kTrace, kTracePipe, kTracingOn,
   kBufferSizeKb, kTraceClock, kEventsMax, kEnable, kFormat, kId, kOverwrite, kSnapshot, kStats,
+  kBlockingTimeoutMs,
 };
 
 struct TracefsTree::Resolved {
@@ -30,13 +31,17 @@ namespace {
 
 constexpr const char* kSystems[] = {"user_events", "user_events_multi"};
 
+// An hour: a longer stall is a hang, not a wait.
+constexpr uint64_t kMaxBlockingTimeoutMs = 3'600'000;
+
 struct FileSpec {
   const char* name;
   Node node;
   bool top_only = false;  // global files, absent from instances/<name>/
 };
 constexpr FileSpec kRootFiles[] = {
-    {"available_events", Node::kAvailableEvents, true}, {"buffer_size_kb", Node::kBufferSizeKb},
+    {"available_events", Node::kAvailableEvents, true}, {"blocking_timeout_ms", Node::kBlockingTimeoutMs},
+    {"buffer_size_kb", Node::kBufferSizeKb},
     {"dynamic_events", Node::kDynamicEvents, true},     {"set_event", Node::kSetEvent},
     {"snapshot", Node::kSnapshot},                      {"trace", Node::kTrace},
     {"trace_clock", Node::kTraceClock},                 {"trace_pipe", Node::kTracePipe},
@@ -176,6 +181,8 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
       return std::string(inst.tracing_on() ? "1\n" : "0\n");
     case Node::kBufferSizeKb:
       return fmt::format("{}\n", inst.buffer().capacity() / 1024);
+    case Node::kBlockingTimeoutMs:
+      return fmt::format("{}\n", inst.blocking_timeout_ms());
     case Node::kTraceClock:
       return std::string("[mono]\n");
     case Node::kEventsMax:
@@ -287,6 +294,10 @@ int TracefsTree::Write(std::string_view path, std::string_view text, bool append
     case Node::kBufferSizeKb:
       if (!ParseUnsigned(text, &value) || value == 0 || value > (1u << 22)) return EINVAL;
       inst.buffer().set_capacity(value * 1024);
+      return 0;
+    case Node::kBlockingTimeoutMs:
+      if (!ParseUnsigned(text, &value) || value > kMaxBlockingTimeoutMs) return EINVAL;
+      inst.set_blocking_timeout_ms(static_cast<uint32_t>(value));
       return 0;
     case Node::kTraceClock: {
       std::string_view clock = text.substr(0, text.find_last_not_of(" \n") + 1);

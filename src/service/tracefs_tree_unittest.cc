@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -157,6 +158,23 @@ TEST_F(TracefsTreeTest, BufferSize) {
   EXPECT_EQ(Read("buffer_size_kb"), "2048\n");
   EXPECT_EQ(tree_.Write("buffer_size_kb", "0", false, kConsumer), EINVAL);
   EXPECT_EQ(tree_.Write("buffer_size_kb", "abc", false, kConsumer), EINVAL);
+}
+
+TEST_F(TracefsTreeTest, BlockingTimeoutPerInstance) {
+  EXPECT_EQ(Read("blocking_timeout_ms"), "0\n");
+  ASSERT_EQ(tree_.Mkdir("instances/x", 0, kConsumer), 0);
+  ASSERT_EQ(tree_.Write("instances/x/blocking_timeout_ms", "250\n", false, kConsumer), 0);
+  EXPECT_EQ(Read("instances/x/blocking_timeout_ms"), "250\n");
+  EXPECT_EQ(Read("blocking_timeout_ms"), "0\n");
+  EXPECT_EQ(instances_.Find("x")->blocking_timeout_ms(), 250u);
+  EXPECT_EQ(tree_.Write("instances/x/blocking_timeout_ms", "3600001", false, kConsumer), EINVAL);
+  EXPECT_EQ(tree_.Write("instances/x/blocking_timeout_ms", "-1", false, kConsumer), EINVAL);
+  EXPECT_EQ(tree_.Write("instances/x/blocking_timeout_ms", "5", false, kProducer), EACCES);
+  EXPECT_EQ(Read("instances/x/blocking_timeout_ms"), "250\n");
+  auto listing = tree_.List("instances/x", kConsumer);
+  ASSERT_TRUE(listing.ok());
+  EXPECT_TRUE(std::any_of(listing->begin(), listing->end(),
+                          [](const DirEntry& e) { return e.name == "blocking_timeout_ms" && !e.is_directory; }));
 }
 
 }  // namespace

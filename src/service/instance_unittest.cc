@@ -1,0 +1,64 @@
+#include "service/instance.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "service/status_page.h"
+#include "service/test_observer.h"
+
+namespace udiag::service {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+constexpr size_t kRecordBytes = 1000;
+
+void Fill(Instance& instance) {
+  const std::vector<uint8_t> record(kRecordBytes, 1);
+  while (instance.buffer().Append({}, record)) {
+  }
+}
+
+TEST(InstanceTest, HoldsBackOnlyWhenAskedAndWhileReadInTime) {
+  StatusPage page = std::move(StatusPage::Create(EventRegistry::kFirstId, 64)).value();
+  RecordingObserver observer;
+  EventRegistry registry(&page, &observer);
+  InstanceSet instances(&registry);
+  ASSERT_EQ(instances.Create("rec", 0), 0);
+  Instance& rec = *instances.Find("rec");
+  rec.buffer().set_capacity(128 * 1024);
+  EXPECT_FALSE(rec.HoldsBack(1 * kMs, kRecordBytes)) << "blocking is off by default";
+  rec.set_blocking_timeout_ms(100);
+  EXPECT_FALSE(rec.HoldsBack(1 * kMs, kRecordBytes)) << "enables nothing";
+  auto event = registry.FindOrCreate("rec_test u32 n", false, false);
+  ASSERT_TRUE(event.ok());
+  instances.SetEnabled(rec, *event, true);
+  EXPECT_TRUE(rec.HoldsBack(1 * kMs, kRecordBytes));
+
+  // Full and unread: held back for the timeout, then no longer.
+  Fill(rec);
+  EXPECT_TRUE(rec.HoldsBack(50 * kMs, kRecordBytes));
+  EXPECT_FALSE(rec.HoldsBack(101 * kMs, kRecordBytes));
+  // A read is progress: held back again, for another timeout.
+  TraceEntry entry;
+  std::vector<uint8_t> storage;
+  ASSERT_TRUE(rec.buffer().Pop(&entry, &storage));
+  EXPECT_TRUE(rec.HoldsBack(150 * kMs, kRecordBytes));
+  Fill(rec);
+  EXPECT_TRUE(rec.HoldsBack(249 * kMs, kRecordBytes));
+  EXPECT_FALSE(rec.HoldsBack(251 * kMs, kRecordBytes));
+
+  // A flight recorder or a stopped instance never holds back.
+  rec.buffer().Clear();
+  EXPECT_TRUE(rec.HoldsBack(300 * kMs, kRecordBytes));
+  rec.buffer().set_overwrite(true);
+  EXPECT_FALSE(rec.HoldsBack(300 * kMs, kRecordBytes));
+  rec.buffer().set_overwrite(false);
+  rec.set_tracing_on(false);
+  EXPECT_FALSE(rec.HoldsBack(300 * kMs, kRecordBytes));
+  instances.SetEnabled(rec, *event, false);
+  registry.Put(*event);
+}
+
+}  // namespace
+}  // namespace udiag::service

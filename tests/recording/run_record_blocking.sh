@@ -1,0 +1,49 @@
+#!/bin/sh
+# `udiag record --block`: a producer far faster than the recording, on the
+# smallest ring and buffer, loses events without it and none with it; a
+# recording that stops reading stalls producers only for its timeout, and
+# what was dropped meanwhile is counted.
+# Usage: run_record_blocking.sh BIN_DIR
+BIN_DIR="$1"
+UDIAG="$BIN_DIR/udiag"
+T=$(mktemp -d)
+"$BIN_DIR/udiagd" --dir "$T/d" --ring-kb 4 & DAEMON=$!
+export UDIAG_DIR="$T/d"
+i=0; while [ ! -S "$T/d/control.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+cleanup() { kill -CONT $R 2>/dev/null; kill $DAEMON $R 2>/dev/null; wait $DAEMON 2>/dev/null; rm -rf "$T"; }
+fail() { echo "FAIL: $*"; cleanup; exit 1; }
+N=300000
+lost_in() { sed -n 's/^udiag record: .* \([0-9]*\) lost ->.*/\1/p' "$1"; }
+seqs_in() { "$UDIAG" report "$1" | grep -o 'counted: seq=0x[0-9a-f]*' | sort -u | wc -l; }
+
+# Without --block a 4 KiB ring overflows: the scenario does lose events.
+"$UDIAG" record --size 64 -e counted -o "$T/drop.dat" -- "$BIN_DIR/counting_producer" $N 2>"$T/drop.err" ||
+  { cat "$T/drop.err"; fail "the recording without --block failed"; }
+[ "$(lost_in "$T/drop.err")" -gt 0 ] || { cat "$T/drop.err"; fail "nothing was lost without --block: nothing is tested"; }
+
+# With it, every event arrives once.
+"$UDIAG" record --block --size 64 -e counted -o "$T/block.dat" -- "$BIN_DIR/counting_producer" $N 2>"$T/block.err" ||
+  { cat "$T/block.err"; fail "the recording with --block failed"; }
+cat "$T/block.err"
+[ "$(lost_in "$T/block.err")" = 0 ] || fail "--block lost events"
+[ "$(seqs_in "$T/block.dat")" = $N ] || fail "--block recorded $(seqs_in "$T/block.dat") distinct events, not $N"
+
+# A recording that stops reading: producers wait at most its timeout, then
+# events are dropped and counted, and the producer finishes.
+"$UDIAG" record --block=200 --size 64 -e counted -o "$T/stopped.dat" 2>"$T/stopped.err" & R=$!
+i=0; until [ "$("$UDIAG" ls instances 2>/dev/null)" ] && \
+  [ "$("$UDIAG" cat "instances/$("$UDIAG" ls instances)/blocking_timeout_ms" 2>/dev/null)" = 200 ]; do
+  i=$((i+1)); [ $i -lt 200 ] || fail "the recording did not set up its instance"; sleep 0.05
+done
+kill -STOP $R
+timeout 120 "$BIN_DIR/counting_producer" $N || fail "the producer did not finish while the recording was stopped"
+kill -CONT $R
+sleep 0.5
+kill -INT $R; wait $R || { cat "$T/stopped.err"; fail "the stopped recording failed"; }
+cat "$T/stopped.err"
+lost=$(lost_in "$T/stopped.err")
+kept=$(seqs_in "$T/stopped.dat")
+[ "$lost" -gt 0 ] || fail "a stopped recording lost nothing"
+[ $((kept + lost)) = $N ] || fail "kept $kept + lost $lost is not the $N written"
+echo "record --block: ok"
+cleanup
