@@ -831,9 +831,16 @@ Server::DrainTotals Server::DrainRings() {
     UpdateHoldBack();
     bool more = false;
     size_t delivered_now = 0;
-    for (RingSource& src : rings_) {
+    // Each round starts at the next ring, and a holding-back instance's room
+    // is shared out between the rings: otherwise the first rings would take
+    // all of it and the last ones' writers would wait in vain.
+    const size_t ring_count = rings_.size();
+    const size_t first = ring_count ? first_ring_++ % ring_count : 0;
+    const size_t share = holding_back_.empty() ? kRoundRecords : std::max<size_t>(1, RecordsThatFit() / std::max<size_t>(1, ring_count));
+    for (size_t k = 0; k < ring_count; ++k) {
+      RingSource& src = rings_[(first + k) % ring_count];
       // A holding-back instance that is full leaves the rest in the rings.
-      const size_t max_records = RecordsThatFit();
+      const size_t max_records = std::min(share, RecordsThatFit());
       if (max_records == 0) break;
       size_t begin = drained_.size();
       uint64_t position = src.reader->position();

@@ -224,6 +224,7 @@ class Server : public EventRegistry::Observer {
   std::vector<RingRun> runs_;
   std::vector<Instance*> holding_back_;  // this drain round's, see UpdateHoldBack
   uint32_t writer_wait_ms_ = 0;          // what the rings' full_wait_ms says
+  size_t first_ring_ = 0;                // where the next drain round starts
 };
 
 }  // namespace udiag::service

@@ -28,6 +28,14 @@ cat "$T/block.err"
 [ "$(lost_in "$T/block.err")" = 0 ] || fail "--block lost events"
 [ "$(seqs_in "$T/block.dat")" = $N ] || fail "--block recorded $(seqs_in "$T/block.dat") distinct events, not $N"
 
+# Several producers at once, each its own ring. (Their sharing of the
+# buffer's room shows at scale: `make bench`, 8 producers with --block.)
+"$UDIAG" record --block --size 64 -e counted -o "$T/four.dat" -- \
+  sh -c 'for i in 1 2 3 4; do "$0" "$1" & done; wait' "$BIN_DIR/counting_producer" $N 2>"$T/four.err" ||
+  { cat "$T/four.err"; fail "the recording of four producers failed"; }
+[ "$(lost_in "$T/four.err")" = 0 ] || { cat "$T/four.err"; fail "--block lost events of four producers"; }
+[ "$("$UDIAG" report "$T/four.dat" | grep -c 'counted: seq=')" = $((4 * N)) ] || fail "four producers: not $((4 * N)) events"
+
 # A recording that stops reading: producers wait at most its timeout, then
 # events are dropped and counted, and the producer finishes.
 "$UDIAG" record --block=200 --size 64 -e counted -o "$T/stopped.dat" 2>"$T/stopped.err" & R=$!
