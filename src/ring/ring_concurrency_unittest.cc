@@ -62,6 +62,19 @@ uint64_t ConsumeUntilDone(RingReader& reader, const std::atomic<bool>& done, uin
   return lost + reader.TakeLost();
 }
 
+// A producer thread on the reader's mapping that writes records 0..count-1
+// and stops at the first one refused; sets `done` when it stops.
+std::thread WriteUntilAFailure(RingReader& reader, uint64_t count, uint32_t max_filler, std::atomic<bool>& done) {
+  return std::thread([&reader, count, max_filler, &done] {
+    RingWriter writer;
+    writer.Attach(RingReaderTestPeer::Base(reader));
+    for (uint64_t seq = 0; seq < count; ++seq) {
+      if (!WriteRecord(writer, seq, max_filler)) break;
+    }
+    done.store(true, std::memory_order_release);
+  });
+}
+
 TEST(RingConcurrencyTest, NothingLostWhenTheRingHoldsEverything) {
   constexpr uint64_t kRecords = 2'000'000;
   constexpr uint32_t kMaxFiller = 16;  // records of 24..40 bytes: < 64 MiB in all
@@ -69,14 +82,7 @@ TEST(RingConcurrencyTest, NothingLostWhenTheRingHoldsEverything) {
   auto reader = ring.Reader();
   ASSERT_NE(reader, nullptr);
   std::atomic<bool> done{false};
-  std::thread producer([&] {
-    RingWriter writer;
-    writer.Attach(RingReaderTestPeer::Base(*reader));
-    for (uint64_t seq = 0; seq < kRecords; ++seq) {
-      if (!WriteRecord(writer, seq, kMaxFiller)) break;
-    }
-    done.store(true, std::memory_order_release);
-  });
+  std::thread producer = WriteUntilAFailure(*reader, kRecords, kMaxFiller, done);
   uint64_t expected = 0, wrong = 0;
   const uint64_t lost = ConsumeUntilDone(*reader, done, kMaxFiller, [&](uint64_t seq) {
     wrong += seq != expected;
@@ -185,14 +191,7 @@ TEST(RingConcurrencyTest, WaitingWriterLosesNothingToASlowConsumer) {
   ASSERT_NE(reader, nullptr);
   reader->SetWriterWait(60'000);
   std::atomic<bool> done{false};
-  std::thread producer([&] {
-    RingWriter writer;
-    writer.Attach(RingReaderTestPeer::Base(*reader));
-    for (uint64_t seq = 0; seq < kRecords; ++seq) {
-      if (!WriteRecord(writer, seq, kMaxFiller)) break;
-    }
-    done.store(true, std::memory_order_release);
-  });
+  std::thread producer = WriteUntilAFailure(*reader, kRecords, kMaxFiller, done);
   uint64_t expected = 0, wrong = 0, lost = 0;
   for (int round = 0; !done.load(std::memory_order_acquire) || !reader->empty(); ++round) {
     reader->Drain(
