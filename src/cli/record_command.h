@@ -12,6 +12,9 @@
 
 namespace udiag::cli {
 
+// What a bare `udiag record --block` waits at most, in ms.
+inline constexpr uint32_t kDefaultBlockMs = 1000;
+
 struct RecordOptions {
   std::string dir;                   // resolved; a private daemon is started if none serves it
   std::vector<std::string> events;   // auto-enable globs; empty: every event

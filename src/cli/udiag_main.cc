@@ -216,12 +216,19 @@ void AddRecordCommands(CLI::App& app, CommandLine& line) {
       ->check(formats);
   CLI::Option* overwrite =
       record->add_flag("--overwrite", line.record.overwrite, "Flight recorder: keep the newest events, write at the end");
-  record->add_flag("--block{1000}", line.record.block_ms, "Producers wait for room instead of dropping: --block[=MS]")
-      ->excludes(overwrite);
+  CLI::Option* block =
+      record->add_option("--block", line.record.block_ms,
+                         fmt::format("Producers whose ring is full wait up to MS (default {}) instead of dropping",
+                                     cli::kDefaultBlockMs))
+          ->expected(0, 1)
+          ->type_name("[=MS]")
+          ->excludes(overwrite);
   record->add_option("--size", line.record.size_kb,
                      fmt::format("Buffer size of the recording instance in KB (default {})", line.record.size_kb));
   record->add_option("COMMAND", line.record.command, "Command to run (put it after `--`)");
-  record->callback([&] {
+  record->callback([&, block] {
+    // A bare --block comes with one empty value.
+    if (block->count() > 0 && block->results() == std::vector<std::string>{""}) line.record.block_ms = cli::kDefaultBlockMs;
     line.run = [&](const std::string& dir) {
       line.record.dir = dir;
       line.record.format = FormatFlag(line.format);

@@ -21,6 +21,13 @@ seqs_in() { "$UDIAG" report "$1" | grep -o 'counted: seq=0x[0-9a-f]*' | sort -u 
   { cat "$T/drop.err"; fail "the recording without --block failed"; }
 [ "$(lost_in "$T/drop.err")" -gt 0 ] || { cat "$T/drop.err"; fail "nothing was lost without --block: nothing is tested"; }
 
+# A bare --block waits up to 1000 ms; --block=MS sets MS.
+for arg in --block=1000 --block; do
+  got=$("$UDIAG" record $arg -e counted -o "$T/bare.dat" -- \
+    sh -c '"$0" cat "instances/$("$0" ls instances)/blocking_timeout_ms"' "$UDIAG" 2>/dev/null)
+  [ "$got" = 1000 ] || fail "$arg set blocking_timeout_ms to '$got', not 1000"
+done
+
 # With it, every event arrives once.
 "$UDIAG" record --block --size 64 -e counted -o "$T/block.dat" -- "$BIN_DIR/counting_producer" $N 2>"$T/block.err" ||
   { cat "$T/block.err"; fail "the recording with --block failed"; }
