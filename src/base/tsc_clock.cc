@@ -74,11 +74,16 @@ uint64_t TscClock::ToMonotonic(uint64_t tsc) {
     const uint64_t back = Scale(first.tsc - tsc, rate_mult_);
     ns = back > first.ns ? 0 : first.ns - back;
   } else {
-    // The last segment starting at or before tsc.
-    auto it = std::upper_bound(segments_.begin(), segments_.end(), tsc,
-                               [](uint64_t t, const Segment& s) { return t < s.start.tsc; });
-    --it;
-    ns = it->start.ns + Scale(tsc - it->start.tsc, it->mult);
+    // The last segment starting at or before tsc. Ticks come mostly in
+    // order and from the last few ms: try the segment used last first.
+    if (tsc < segments_[hint_].start.tsc ||
+        (hint_ + 1 < segments_.size() && tsc >= segments_[hint_ + 1].start.tsc)) {
+      auto it = std::upper_bound(segments_.begin(), segments_.end(), tsc,
+                                 [](uint64_t t, const Segment& s) { return t < s.start.tsc; });
+      hint_ = static_cast<size_t>(it - segments_.begin()) - 1;
+    }
+    const Segment& segment = segments_[hint_];
+    ns = segment.start.ns + Scale(tsc - segment.start.tsc, segment.mult);
   }
   // A new anchor can bend the line below what was already handed out for
   // ticks after it; hold the value instead of going back.
@@ -121,6 +126,7 @@ void TscClock::Rebuild() {
     segments_.push_back({anchors_[i], Mult(anchors_[i], anchors_[i + 1])});
   }
   rate_mult_ = Mult(anchors_.front(), anchors_.back());
+  hint_ = segments_.size() - 1;
 }
 
 }  // namespace udiag::base

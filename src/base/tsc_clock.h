@@ -64,6 +64,7 @@ class TscClock {
 
   std::vector<Anchor> anchors_;
   std::vector<Segment> segments_;  // one per anchor but the last
+  size_t hint_ = 0;                // the segment ToMonotonic used last
   uint64_t rate_mult_ = 0;         // longest baseline, for extrapolation
   uint64_t last_tsc_ = 0;          // last conversion, for monotonicity
   uint64_t last_ns_ = 0;

@@ -139,6 +139,18 @@ TEST(TscClockTest, InterpolatesBetweenAnchorsExactly) {
   EXPECT_NEAR(static_cast<double>(clock.ToMonotonic(13'000'000'000)), 5'000'000'000.0, 2);
 }
 
+// ToMonotonic starts from the segment it used last: ticks out of order, in
+// any segment, still get their own segment's line.
+TEST(TscClockTest, TicksInAnyOrderFindTheirSegment) {
+  TscClock clock({3'000'000'000, 1'000'000'000}, {6'000'000'000, 2'000'000'000});
+  clock.AddAnchor({8'000'000'000, 3'000'000'000});
+  clock.AddAnchor({9'000'000'000, 3'500'000'000});
+  const std::pair<uint64_t, double> expected[] = {
+      {7'000'000'000, 2.5e9}, {4'500'000'000, 1.5e9}, {8'500'000'000, 3.25e9}, {3'000'000'000, 1e9},
+      {8'000'000'000, 3e9},   {6'000'000'000, 2e9},   {5'999'999'999, 2e9},    {8'999'999'999, 3.5e9}};
+  for (auto [tsc, ns] : expected) EXPECT_NEAR(static_cast<double>(clock.ToMonotonic(tsc)), ns, 1) << tsc;
+}
+
 TEST(TscClockTest, ExtrapolatesBackwardsAndSaturates) {
   TscClock clock({3'000'000'000, 1'000'000'000}, {6'000'000'000, 2'000'000'000});
   EXPECT_NEAR(static_cast<double>(clock.ToMonotonic(1'500'000'000)), 500'000'000.0, 1);
