@@ -79,7 +79,7 @@ int ConsumerClient::Rmdir(const std::string& path) {
   return Call(ipc::MsgType::kTreeRmdir, Encode(ipc::PathRequest{path}));
 }
 
-ErrorOr<base::ScopedFd> ConsumerClient::OpenRecordStream(const std::string& instance) {
+ErrorOr<ConsumerClient::RecordStreamFds> ConsumerClient::OpenRecordStream(const std::string& instance) {
   uint32_t seq;
   if (int err = SendRequest(ipc::MsgType::kRecordStream, Encode(ipc::PathRequest{instance}), &seq)) {
     return Errno{err};
@@ -90,8 +90,8 @@ ErrorOr<base::ScopedFd> ConsumerClient::OpenRecordStream(const std::string& inst
   if (int err = ReceiveFor(seq, -1, &header, &body, &fds)) return Errno{err};
   if (header.type != ipc::MsgType::kReply) return Errno{EPROTO};
   if (header.error != 0) return Errno{header.error > 0 ? header.error : EPROTO};
-  if (fds.size() != 1) return Errno{EPROTO};
-  return std::move(fds[0]);
+  if (fds.size() != 2) return Errno{EPROTO};
+  return RecordStreamFds{std::move(fds[0]), std::move(fds[1])};
 }
 
 int ConsumerClient::StreamPipe(const std::string& path, const ChunkCallback& on_chunk,

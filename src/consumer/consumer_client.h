@@ -67,10 +67,15 @@ class ConsumerClient {
   int Rmdir(const std::string& path);
 
   // Starts the binary record stream of instances/<instance> ("" = top) on
-  // this connection (one per connection) and returns the stream's socket
-  // (see ipc/record_stream_format.h; consumer::RecordStream reads it). The
-  // stream lasts while both the socket and this connection are open.
-  base::ErrorOr<base::ScopedFd> OpenRecordStream(const std::string& instance);
+  // this connection (one per connection) and returns its shared ring and
+  // wake-up socket (ipc/stream_ring.h, ipc/record_stream_format.h;
+  // consumer::RecordStream reads them). The stream lasts while both the
+  // socket and this connection are open.
+  struct RecordStreamFds {
+    base::ScopedFd socket;
+    base::ScopedFd ring;
+  };
+  base::ErrorOr<RecordStreamFds> OpenRecordStream(const std::string& instance);
 
  private:
   explicit ConsumerClient(base::ScopedFd fd) : fd_(std::move(fd)) {}

@@ -1,6 +1,7 @@
 #include "consumer/record_stream.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,8 +16,9 @@ namespace {
 
 using base::Errno;
 
-// Reads go into a buffer this large: a few of the daemon's batches.
-constexpr size_t kBufferBytes = 4 << 20;
+// Read frames are freed in steps this large, so the daemon refills the
+// ring while the rest is read.
+constexpr size_t kReleaseBytes = 512 << 10;
 // Most bytes one Poll hands over, so a caller gets back control under load.
 constexpr size_t kMaxBytesPerPoll = 32 << 20;
 
@@ -68,8 +70,11 @@ bool DeliverRecords(std::span<const uint8_t> run, RecordSink& sink) {
 
 }  // namespace
 
-RecordStream::RecordStream(ConsumerClient control, base::ScopedFd stream)
-    : control_(std::move(control)), stream_(std::move(stream)), buf_(kBufferBytes) {}
+RecordStream::RecordStream(ConsumerClient control, base::ScopedFd socket, std::unique_ptr<ipc::StreamRing> ring)
+    : control_(std::move(control)),
+      socket_(std::move(socket)),
+      ring_(std::move(ring)),
+      need_(sizeof(ipc::FrameHeader)) {}
 
 base::ErrorOr<std::unique_ptr<RecordStream>> RecordStream::Open(const std::string& dir,
                                                                 const std::string& instance) {
@@ -77,42 +82,71 @@ base::ErrorOr<std::unique_ptr<RecordStream>> RecordStream::Open(const std::strin
   if (!control.ok()) return Errno{control.error()};
   auto stream = control->OpenRecordStream(instance);
   if (!stream.ok()) return Errno{stream.error()};
-  return std::unique_ptr<RecordStream>(new RecordStream(std::move(control).value(), std::move(stream).value()));
+  auto ring = ipc::StreamRing::Map(std::move(stream->ring));
+  if (!ring.ok()) return Errno{ring.error()};
+  return std::unique_ptr<RecordStream>(
+      new RecordStream(std::move(control).value(), std::move(stream->socket), std::move(ring).value()));
 }
 
 int RecordStream::Poll(int timeout_ms, RecordSink& sink) {
-  pollfd p{stream_.get(), POLLIN, 0};
-  int n = poll(&p, 1, timeout_ms);
-  if (n < 0) return errno == EINTR ? ETIMEDOUT : errno;
-  if (n == 0) return ETIMEDOUT;
-  for (size_t taken = 0; taken < kMaxBytesPerPoll;) {
-    if (begin_ > 0 && (end_ == begin_ || buf_.size() - end_ < ipc::kMaxFrameBytes)) {
-      std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
-      end_ -= begin_;
-      begin_ = 0;
-    }
-    ssize_t got = read(stream_.get(), buf_.data() + end_, buf_.size() - end_);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : errno;
-    }
-    if (got == 0) return DeliverFrames(sink) && begin_ == end_ ? EPIPE : EPROTO;
-    end_ += got;
-    taken += got;
-    bytes_received_ += got;
+  if (int err = WaitForFrame(timeout_ms)) {
+    if (err != EPIPE) return err;
+    // The daemon ended the stream: what it wrote before is still ours.
     if (!DeliverFrames(sink)) return EPROTO;
+    return ring_->Readable().empty() ? EPIPE : EPROTO;
+  }
+  for (uint64_t taken = 0; taken < kMaxBytesPerPoll;) {
+    const uint64_t before = bytes_received_;
+    if (!DeliverFrames(sink)) return EPROTO;
+    if (bytes_received_ == before) break;
+    taken += bytes_received_ - before;
   }
   return 0;
 }
 
+int RecordStream::WaitForFrame(int timeout_ms) {
+  for (;;) {
+    if (ring_->Readable().size() >= need_) return 0;
+    if (hung_up_) return EPIPE;
+    if (ring_->SleepUnlessReadable(need_)) {
+      ring_->Awake();
+      return 0;
+    }
+    pollfd p{socket_.get(), POLLIN, 0};
+    int n = poll(&p, 1, timeout_ms);
+    ring_->Awake();
+    if (n < 0) return errno == EINTR ? ETIMEDOUT : errno;
+    if (n == 0) return ring_->Readable().size() >= need_ ? 0 : ETIMEDOUT;
+    // Wake-up bytes; end of file when the daemon ended the stream.
+    char bytes[64];
+    ssize_t got;
+    while ((got = recv(socket_.get(), bytes, sizeof(bytes), MSG_DONTWAIT)) > 0) {
+    }
+    if (got == 0) hung_up_ = true;
+  }
+}
+
 bool RecordStream::DeliverFrames(RecordSink& sink) {
-  while (end_ - begin_ >= sizeof(ipc::FrameHeader)) {
+  std::span<const uint8_t> bytes = ring_->Readable();
+  size_t at = 0, released = 0;
+  // Frees what was read now and then, so the daemon can refill it meanwhile.
+  auto release = [&] {
+    if (at == released) return;
+    if (ring_->Release(at - released)) [[maybe_unused]] ssize_t n = send(socket_.get(), "r", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    bytes_received_ += at - released;
+    released = at;
+  };
+  need_ = sizeof(ipc::FrameHeader);
+  while (bytes.size() - at >= sizeof(ipc::FrameHeader)) {
     ipc::FrameHeader header;
-    std::memcpy(&header, buf_.data() + begin_, sizeof(header));
+    std::memcpy(&header, bytes.data() + at, sizeof(header));
     if (header.bytes > ipc::kMaxFrameBytes) return false;
     size_t frame = sizeof(header) + ipc::PadTo8(header.bytes);
-    if (end_ - begin_ < frame) return true;  // the rest comes with the next read
-    std::span<const uint8_t> body(buf_.data() + begin_ + sizeof(header), header.bytes);
+    if (bytes.size() - at < frame) {
+      need_ = frame;  // the rest comes later
+      break;
+    }
+    std::span<const uint8_t> body = bytes.subspan(at + sizeof(header), header.bytes);
     switch (header.kind) {
       case ipc::FrameKind::kEventType: {
         record::EventType type;
@@ -139,8 +173,10 @@ bool RecordStream::DeliverFrames(RecordSink& sink) {
       default:
         return false;
     }
-    begin_ += frame;
+    at += frame;
+    if (at - released >= kReleaseBytes) release();
   }
+  release();
   return true;
 }
 

@@ -1,7 +1,8 @@
 // The client side of an instance's binary record stream: what `udiag record`
-// reads. The daemon consumes the instance's buffer into the stream (as
-// trace_pipe does, in binary: ipc/record_stream_format.h); this decodes it
-// into the recording model (record/trace_model.h) in large batches.
+// reads. The daemon consumes the instance's buffer into the stream's shared
+// ring (as trace_pipe does, in binary: ipc/record_stream_format.h,
+// ipc/stream_ring.h); this decodes the frames in place into the recording
+// model (record/trace_model.h) in large batches.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include "base/error_or.h"
 #include "base/scoped_fd.h"
 #include "consumer/consumer_client.h"
+#include "ipc/stream_ring.h"
 #include "record/trace_model.h"
 
 namespace udiag::consumer {
@@ -33,10 +35,10 @@ class RecordStream {
   // those of ConsumerClient::Connect, ENOENT (no such instance), EACCES.
   static base::ErrorOr<std::unique_ptr<RecordStream>> Open(const std::string& dir, const std::string& instance);
 
-  int fd() const { return stream_.get(); }  // readable when data is waiting (for poll)
+  int fd() const { return socket_.get(); }  // readable when the daemon pokes (for poll)
 
   // Hands everything available to `sink`, waiting up to timeout_ms (<0:
-  // forever) for the first bytes. Returns 0, ETIMEDOUT when nothing came,
+  // forever) for a whole frame. Returns 0, ETIMEDOUT when nothing came,
   // EPIPE when the daemon ended the stream (everything before the end was
   // delivered), EPROTO for a malformed stream, or another errno.
   int Poll(int timeout_ms, RecordSink& sink);
@@ -45,14 +47,18 @@ class RecordStream {
   uint64_t bytes_received() const { return bytes_received_; }
 
  private:
-  RecordStream(ConsumerClient control, base::ScopedFd stream);
-  // Hands the whole frames in buf_ to `sink`; false on a malformed frame.
+  RecordStream(ConsumerClient control, base::ScopedFd socket, std::unique_ptr<ipc::StreamRing> ring);
+  // Hands the whole frames of the ring to `sink` and frees them; false on a
+  // malformed frame. Sets need_ to the bytes the next frame needs.
   bool DeliverFrames(RecordSink& sink);
+  // Waits up to timeout_ms for need_ bytes or a hang-up; 0, ETIMEDOUT, EPIPE.
+  int WaitForFrame(int timeout_ms);
 
   ConsumerClient control_;  // the stream lives as long as this connection
-  base::ScopedFd stream_;
-  std::vector<uint8_t> buf_;
-  size_t begin_ = 0, end_ = 0;  // unread bytes in buf_
+  base::ScopedFd socket_;   // wake-ups, both ways
+  std::unique_ptr<ipc::StreamRing> ring_;
+  uint64_t need_;              // bytes of the ring the next frame needs at least
+  bool hung_up_ = false;       // the daemon ended the stream
   uint64_t bytes_received_ = 0;
 };
 

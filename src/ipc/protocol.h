@@ -40,7 +40,7 @@ enum class MsgType : uint32_t {
   kAutoEnable,         // enable matching events, now and when created, while connected
   kTreeMkdir,          // make instances/<name>, optionally owned by this connection
   kTreeRmdir,
-  kRecordStream,       // reply carries a SOCK_STREAM fd: see record_stream_format.h
+  kRecordStream,       // reply carries a wake-up socket and a stream ring memfd: see record_stream_format.h
   // Daemon -> client.
   kReply = 100,
   kData,

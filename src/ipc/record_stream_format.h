@@ -1,6 +1,6 @@
-// The binary record stream of an instance (kRecordStream): a byte stream on a
-// SOCK_STREAM socket the daemon hands over with SCM_RIGHTS, read in large
-// batches by consumer::RecordStream. Host byte order, like the control protocol.
+// The binary record stream of an instance (kRecordStream): a byte stream in a
+// shared ring (ipc/stream_ring.h) the daemon hands over with SCM_RIGHTS, read
+// in place by consumer::RecordStream. Host byte order, like the control protocol.
 //
 // The stream is a sequence of frames, each a FrameHeader followed by
 // `bytes` of body and padded with zeros to a multiple of 8:

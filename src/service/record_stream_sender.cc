@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -28,10 +29,14 @@ uint16_t TypeOf(const ipc::RecordEntry& entry, const uint8_t* at) {
 
 }  // namespace
 
-RecordStreamSender::RecordStreamSender(base::ScopedFd socket, Instance* instance, const EventRegistry* registry,
-                                       CommLookup comm)
-    : socket_(std::move(socket)), instance_(instance), registry_(registry), comm_(std::move(comm)) {
-  // Small frames, and what the socket did not take of one batch.
+RecordStreamSender::RecordStreamSender(base::ScopedFd socket, std::unique_ptr<ipc::StreamRing> ring,
+                                       Instance* instance, const EventRegistry* registry, CommLookup comm)
+    : socket_(std::move(socket)),
+      ring_(std::move(ring)),
+      instance_(instance),
+      registry_(registry),
+      comm_(std::move(comm)) {
+  // Small frames, and what the ring had no room for of one batch.
   out_.reserve(kBatchBytes + ipc::kMaxFrameBytes);
   unsent_.reserve(kBatchBytes + ipc::kMaxFrameBytes);
 }
@@ -63,22 +68,15 @@ int RecordStreamSender::SendBatch() {
   }
   iov_.push_back({out_.data() + from, out_.size() - from});
   total += out_.size() - from;
-  size_t sent = 0;
+  if (total == 0) return 0;
+  size_t sent = CopyIntoRing(total);
   int err = 0;
-  if (total > 0) {
-    msghdr msg{};
-    msg.msg_iov = iov_.data();
-    msg.msg_iovlen = iov_.size();
-    ssize_t n;
-    do {
-      n = sendmsg(socket_.get(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    // A short write means the socket is full: the rest waits for EPOLLOUT.
-    if (n >= 0) {
-      sent = n;
-    } else {
-      err = errno == EWOULDBLOCK ? EAGAIN : errno;
-    }
+  if (ring_->broken()) {
+    err = EPROTO;
+  } else if (sent > 0 && ring_->Publish(sent)) {
+    // The reader sleeps: one byte wakes it (a full socket already will).
+    ssize_t n = send(socket_.get(), "w", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) err = errno;
   }
   // The pieces leave the buffer now, as if sent: what was not is copied.
   unsent_.clear();
@@ -91,8 +89,35 @@ int RecordStreamSender::SendBatch() {
   for (const Piece& piece : pieces_) instance_->buffer().Consume(piece.records.size(), piece.count);
   pieces_.clear();
   out_.swap(unsent_);
-  if (out_.empty()) return 0;
-  return err != 0 ? err : EAGAIN;
+  if (err != 0) return err;
+  return out_.empty() ? 0 : EAGAIN;
+}
+
+size_t RecordStreamSender::CopyIntoRing(size_t total) {
+  uint64_t room = ring_->Writable();
+  // Short of room: say so first, then look again (the reader may just
+  // have freed some without seeing the flag).
+  if (room < total) room = ring_->WaitForRoom();
+  uint8_t* to = ring_->write_position();
+  size_t copied = 0;
+  for (const iovec& piece : iov_) {
+    const size_t n = std::min<size_t>(piece.iov_len, room - copied);
+    std::memcpy(to + copied, piece.iov_base, n);
+    copied += n;
+    if (copied == room) break;
+  }
+  return copied;
+}
+
+bool RecordStreamSender::TakeWakeups() {
+  char bytes[64];
+  for (;;) {
+    ssize_t n = read(socket_.get(), bytes, sizeof(bytes));
+    if (n > 0) continue;
+    if (n == 0) return false;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK;
+  }
 }
 
 bool RecordStreamSender::Fill(size_t index, Piece* piece, bool* last) {

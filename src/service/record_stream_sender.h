@@ -1,15 +1,17 @@
 // The daemon's end of one binary record stream (ipc/record_stream_format.h):
-// consumes an instance's buffer as a trace_pipe reader does, and writes the
-// entries to a non-blocking SOCK_STREAM socket in large batches, each event
-// type and task first. Runs of entries go out straight from the buffer's
-// memory, as stored, between their frame headers (one sendmsg per batch);
-// only what the socket did not take is copied, to be sent first next time.
+// consumes an instance's buffer as a trace_pipe reader does, and copies the
+// entries into the stream's shared ring (ipc/stream_ring.h) in large
+// batches, each event type and task first. Runs of entries are copied
+// straight from the buffer's memory, as stored, between their frame headers;
+// only what the ring had no room for is kept aside, to go first next time.
+// The socket beside the ring carries wake-ups both ways.
 #pragma once
 
 #include <sys/uio.h>
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <unordered_set>
@@ -17,6 +19,7 @@
 
 #include "base/scoped_fd.h"
 #include "ipc/record_stream_format.h"
+#include "ipc/stream_ring.h"
 #include "service/event_registry.h"
 #include "service/instance.h"
 
@@ -27,16 +30,20 @@ class RecordStreamSender {
   // The thread name for a task frame ("" when unknown).
   using CommLookup = std::function<std::string(uint32_t tid)>;
 
-  RecordStreamSender(base::ScopedFd socket, Instance* instance, const EventRegistry* registry, CommLookup comm);
+  RecordStreamSender(base::ScopedFd socket, std::unique_ptr<ipc::StreamRing> ring, Instance* instance,
+                     const EventRegistry* registry, CommLookup comm);
 
   int fd() const { return socket_.get(); }
   Instance* instance() const { return instance_; }
 
-  // Moves what the instance's buffer holds into the socket. Returns 0 when
-  // everything went out, EAGAIN when the socket is full (call again once it is
-  // writable; the rest waits in the instance buffer, where losses are
-  // counted), or the errno of a broken stream.
+  // Moves what the instance's buffer holds into the ring. Returns 0 when
+  // everything went out, EAGAIN when the ring is full (call again once the
+  // reader pokes the socket; the rest waits in the instance buffer, where
+  // losses are counted), or the errno of a broken stream (EPROTO: the reader
+  // broke the ring's protocol).
   int Pump();
+  // Reads the reader's wake-ups off the socket. False when it hung up.
+  bool TakeWakeups();
   // The event with this id is gone; if the id is reused, its type is sent again.
   void ForgetType(uint32_t id);
 
@@ -53,9 +60,11 @@ class RecordStreamSender {
   // records in the buffer as `piece` (count 0: none). False when there was
   // nothing for this batch; `last` when the batch must end after it.
   bool Fill(size_t index, Piece* piece, bool* last);
-  // Sends `out_` with `pieces_` in place, consumes the pieces from the
-  // buffer, and keeps in `out_` what the socket did not take.
+  // Copies `out_` with `pieces_` in place into the ring, consumes the pieces
+  // from the buffer, and keeps in `out_` what the ring had no room for.
   int SendBatch();
+  // Copies the batch's pieces into the ring, as many bytes as fit.
+  size_t CopyIntoRing(size_t total);
   void AppendFrameHeader(ipc::FrameKind kind, uint32_t body_bytes);
   void AppendFrame(ipc::FrameKind kind, std::span<const uint8_t> body);
   void AppendEventType(const Event& event);
@@ -64,6 +73,7 @@ class RecordStreamSender {
   bool TypeSent(uint32_t id) const;
 
   base::ScopedFd socket_;
+  std::unique_ptr<ipc::StreamRing> ring_;
   Instance* instance_;
   const EventRegistry* registry_;
   CommLookup comm_;

@@ -75,12 +75,13 @@ class RecordStreamSenderTest : public ::testing::Test {
     event_ = registry_.FindOrCreate("bench u64 seq; u64 b; u64 c; u64 d", false, false).value();
     int fds[2];
     EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
-    // Small socket buffers, so that most sends are short.
-    int small = 4096;
-    setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
-    setsockopt(fds[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
     reader_.Reset(fds[1]);
-    sender_.emplace(base::ScopedFd(fds[0]), &instance_, &registry_, [](uint32_t) { return std::string("t"); });
+    // The smallest ring, so that it fills often.
+    auto ring = ipc::StreamRing::Create(ipc::StreamRing::kMinDataBytes);
+    EXPECT_TRUE(ring.ok());
+    ring_ = std::move(ipc::StreamRing::Map(base::ScopedFd(dup((*ring)->fd())))).value();
+    sender_.emplace(base::ScopedFd(fds[0]), std::move(ring).value(), &instance_, &registry_,
+                    [](uint32_t) { return std::string("t"); });
   }
 
   void AppendRecords(uint64_t first_seq, uint64_t count) {
@@ -93,14 +94,12 @@ class RecordStreamSenderTest : public ::testing::Test {
     }
   }
 
-  // Reads what the socket holds now.
-  void ReadAvailable() {
-    uint8_t chunk[65536];
-    for (;;) {
-      ssize_t n = read(reader_.get(), chunk, sizeof(chunk));
-      if (n <= 0) break;
-      received_.insert(received_.end(), chunk, chunk + n);
-    }
+  // Reads what the ring holds now, as the recorder would. True when the
+  // sender asked to be poked.
+  bool ReadAvailable() {
+    std::span<const uint8_t> bytes = ring_->Readable();
+    received_.insert(received_.end(), bytes.begin(), bytes.end());
+    return ring_->Release(bytes.size());
   }
 
   StatusPage page_;
@@ -109,23 +108,25 @@ class RecordStreamSenderTest : public ::testing::Test {
   Event* event_ = nullptr;
   Instance instance_{"rec"};
   base::ScopedFd reader_;
+  std::unique_ptr<ipc::StreamRing> ring_;  // the reader's mapping
   std::optional<RecordStreamSender> sender_;
   std::vector<uint8_t> received_;
 };
 
-TEST_F(RecordStreamSenderTest, ShortSendsResumeMidFrame) {
-  constexpr uint64_t kRecords = 30000;  // 2.4 MB: many chunks and frames
+TEST_F(RecordStreamSenderTest, AFullRingResumesMidFrame) {
+  constexpr uint64_t kRecords = 40000;  // 3.2 MB: many chunks and frames, three rings full
   AppendRecords(0, kRecords);
-  int full = 0;
+  int full = 0, pokes = 0;
   for (int i = 0; i < 100000; ++i) {
     int result = sender_->Pump();
     if (result == 0) break;
     ASSERT_EQ(result, EAGAIN);
     ++full;
-    ReadAvailable();
+    pokes += ReadAvailable();
   }
   ReadAvailable();
-  EXPECT_GT(full, 100) << "the socket should have filled often";
+  EXPECT_GE(full, 3) << "the ring should have filled often";
+  EXPECT_EQ(pokes, full) << "each time it was full, the sender asked to be poked";
   EXPECT_EQ(instance_.buffer().entries(), 0u);
   Decoded d = Decode(received_);
   EXPECT_EQ(d.event_types, 1);
@@ -135,17 +136,17 @@ TEST_F(RecordStreamSenderTest, ShortSendsResumeMidFrame) {
   for (uint64_t i = 0; i < kRecords; ++i) ASSERT_EQ(d.seqs[i], i);
 }
 
-TEST_F(RecordStreamSenderTest, RecordsAppendedWhileTheSocketIsFullFollowInOrder) {
-  AppendRecords(0, 5000);
+TEST_F(RecordStreamSenderTest, RecordsAppendedWhileTheRingIsFullFollowInOrder) {
+  AppendRecords(0, 20000);
   ASSERT_EQ(sender_->Pump(), EAGAIN);
   // The daemon keeps draining rings while the reader is slow.
-  AppendRecords(5000, 5000);
+  AppendRecords(20000, 20000);
   instance_.buffer().NoteLost(3);
   for (int i = 0; i < 100000 && sender_->Pump() != 0; ++i) ReadAvailable();
   ReadAvailable();
   Decoded d = Decode(received_);
   EXPECT_EQ(d.lost, 3u);
-  ASSERT_EQ(d.seqs.size(), 10000u);
+  ASSERT_EQ(d.seqs.size(), 40000u);
   for (uint64_t i = 0; i < d.seqs.size(); ++i) ASSERT_EQ(d.seqs[i], i);
 }
 
@@ -162,10 +163,39 @@ TEST_F(RecordStreamSenderTest, AForgottenTypeIsSentAgainBeforeItsNextRecord) {
   EXPECT_EQ(d.seqs.size(), 20u);
 }
 
+TEST_F(RecordStreamSenderTest, ASleepingReaderIsPokedOnce) {
+  ASSERT_FALSE(ring_->SleepUnlessReadable(1));
+  AppendRecords(0, 100);
+  ASSERT_EQ(sender_->Pump(), 0);
+  AppendRecords(100, 100);
+  ASSERT_EQ(sender_->Pump(), 0);
+  char bytes[8];
+  EXPECT_EQ(read(reader_.get(), bytes, sizeof(bytes)), 1);
+}
+
 TEST_F(RecordStreamSenderTest, ABrokenStreamIsReported) {
+  // A reader gone while asleep: the poke fails.
+  ASSERT_FALSE(ring_->SleepUnlessReadable(1));
   AppendRecords(0, 100);
   reader_.Reset();
   EXPECT_EQ(sender_->Pump(), EPIPE);
+}
+
+TEST_F(RecordStreamSenderTest, AReaderBreakingTheRingIsReported) {
+  AppendRecords(0, 100);
+  ASSERT_EQ(sender_->Pump(), 0);
+  ReadAvailable();
+  ring_->Release(8);  // more than was written
+  AppendRecords(100, 100);
+  EXPECT_EQ(sender_->Pump(), EPROTO);
+}
+
+TEST_F(RecordStreamSenderTest, WakeupsAreTakenUntilTheReaderHangsUp) {
+  ASSERT_EQ(write(reader_.get(), "rr", 2), 2);
+  EXPECT_TRUE(sender_->TakeWakeups());
+  EXPECT_TRUE(sender_->TakeWakeups()) << "none waiting is fine";
+  reader_.Reset();
+  EXPECT_FALSE(sender_->TakeWakeups());
 }
 
 }  // namespace

@@ -211,10 +211,10 @@ int Server::Run() {
         case kRecordStream: {
           auto it = connections_.find(value);
           if (it == connections_.end() || !it->second->record_stream) break;
-          if (events[i].events & (EPOLLHUP | EPOLLERR)) {
+          if ((events[i].events & (EPOLLHUP | EPOLLERR)) || !it->second->record_stream->TakeWakeups()) {
             CloseConnection(value);  // the recorder went away
           } else {
-            WatchStreamWritable(*it->second, false);  // PumpRecordStreams refills it below
+            it->second->stream_waits = false;  // it freed room: PumpRecordStreams refills the ring below
           }
           break;
         }
@@ -600,21 +600,21 @@ int Server::OnRecordStream(Connection& conn, ipc::Decoder& body, uint32_t seq) {
   if (!conn.outbox.empty()) return EAGAIN;  // the reply (with its fd) must not overtake queued messages
   Instance* instance = instances_->Find(req.path);
   if (!instance) return ENOENT;
+  // Records go through a shared ring; the socket carries wake-ups both ways.
+  auto ring = ipc::StreamRing::Create();
+  if (!ring.ok()) return ring.error();
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) < 0) return errno;
   ScopedFd ours(pair[0]), theirs(pair[1]);
-  shutdown(ours.get(), SHUT_RD);  // the stream flows one way
-  // A deep socket queue rides out a recorder's pauses (capped by wmem_max).
-  int bytes = 4 << 20;
-  setsockopt(ours.get(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
-  if (int err = AddToEpoll(epoll_.get(), ours.get(), 0, Pack(kRecordStream, conn.id))) return err;
+  if (int err = AddToEpoll(epoll_.get(), ours.get(), EPOLLIN, Pack(kRecordStream, conn.id))) return err;
   ipc::Encoder reply = ipc::StartMessage(ipc::MsgType::kReply, seq);
-  int fd = theirs.get();
-  if (int err = base::SendMessage(conn.fd.get(), reply.bytes(), std::span<const int>(&fd, 1))) {
+  int fds[] = {theirs.get(), (*ring)->fd()};
+  if (int err = base::SendMessage(conn.fd.get(), reply.bytes(), fds)) {
     epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, ours.get(), nullptr);
     return err;
   }
-  conn.record_stream = std::make_unique<RecordStreamSender>(std::move(ours), instance, registry_.get(),
+  conn.record_stream = std::make_unique<RecordStreamSender>(std::move(ours), std::move(ring).value(), instance,
+                                                            registry_.get(),
                                                             [this](uint32_t tid) { return TaskComm(tid); });
   instance->AddRecordStream();
   instance->buffer().Preallocate();
@@ -1012,20 +1012,12 @@ void Server::PumpRecordStreams() {
     if (!conn->record_stream || conn->stream_waits) continue;
     int err = conn->record_stream->Pump();
     if (err == EAGAIN) {
-      WatchStreamWritable(*conn, true);
+      conn->stream_waits = true;  // until the recorder pokes the socket
     } else if (err) {
       broken.push_back(id);
     }
   }
   for (uint64_t id : broken) CloseConnection(id);
-}
-
-void Server::WatchStreamWritable(Connection& conn, bool watch) {
-  conn.stream_waits = watch;
-  epoll_event ev{};
-  ev.events = watch ? uint32_t{EPOLLOUT} : 0u;
-  ev.data.u64 = Pack(kRecordStream, conn.id);
-  epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, conn.record_stream->fd(), &ev);
 }
 
 void Server::RememberComm(pid_t pid, uint32_t tid) {

@@ -95,7 +95,7 @@ class Server : public EventRegistry::Observer {
     Instance* pipe_instance = nullptr;
     uint32_t pipe_seq = 0;
     std::unique_ptr<RecordStreamSender> record_stream;
-    bool stream_waits = false;  // the stream's socket is full: EPOLLOUT armed
+    bool stream_waits = false;  // the stream's ring is full: until the recorder pokes
     std::vector<AutoRule> auto_rules;
     std::set<AutoKey> auto_enabled;
   };
@@ -186,7 +186,6 @@ class Server : public EventRegistry::Observer {
   void AllowWrites(Connection& conn, const Event& event);
   void PumpPipes();
   void PumpRecordStreams();
-  void WatchStreamWritable(Connection& conn, bool watch);
   void ResolveDeferred(bool force_expired);
   void SetRingsSleeping(bool sleeping);
   std::string CommOf(uint32_t tid) const;

@@ -1,0 +1,141 @@
+#include "ipc/stream_ring.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <new>
+
+namespace udiag::ipc {
+namespace {
+
+constexpr uint64_t kHeaderBytes = 4096;
+constexpr uint64_t kMaxDataBytes = uint64_t{1} << 30;
+
+bool ValidSize(uint64_t size) {
+  return size >= StreamRing::kMinDataBytes && size <= kMaxDataBytes && (size & (size - 1)) == 0;
+}
+
+}  // namespace
+
+StreamRing::StreamRing(base::ScopedFd fd, StreamRingHeader* header, uint8_t* data, uint64_t size)
+    : fd_(std::move(fd)), header_(header), data_(data), size_(size) {}
+
+StreamRing::~StreamRing() {
+  munmap(data_, 2 * size_);
+  munmap(header_, kHeaderBytes);
+}
+
+base::ErrorOr<std::unique_ptr<StreamRing>> StreamRing::MapShared(base::ScopedFd fd, uint64_t size, bool writer) {
+  void* header = mmap(nullptr, kHeaderBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  if (header == MAP_FAILED) return base::Errno{errno};
+  // Reserve twice the data size, then map the data over both halves.
+  void* area = mmap(nullptr, 2 * size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  int error = area == MAP_FAILED ? errno : 0;
+  const int prot = writer ? PROT_READ | PROT_WRITE : PROT_READ;
+  for (uint64_t half = 0; error == 0 && half < 2; ++half) {
+    void* at = static_cast<uint8_t*>(area) + half * size;
+    if (mmap(at, size, prot, MAP_SHARED | MAP_FIXED, fd.get(), kHeaderBytes) == MAP_FAILED) error = errno;
+  }
+  if (error != 0) {
+    if (area != MAP_FAILED) munmap(area, 2 * size);
+    munmap(header, kHeaderBytes);
+    return base::Errno{error};
+  }
+  return std::unique_ptr<StreamRing>(
+      new StreamRing(std::move(fd), static_cast<StreamRingHeader*>(header), static_cast<uint8_t*>(area), size));
+}
+
+base::ErrorOr<std::unique_ptr<StreamRing>> StreamRing::Create(uint64_t data_size) {
+  if (!ValidSize(data_size)) return base::Errno{EINVAL};
+  base::ScopedFd fd(memfd_create("udiag-stream", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd.valid()) return base::Errno{errno};
+  // Sealed: a reader that could shrink it would make our writes fault.
+  if (ftruncate(fd.get(), static_cast<off_t>(kHeaderBytes + data_size)) != 0 ||
+      fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    return base::Errno{errno};
+  }
+  auto ring = MapShared(std::move(fd), data_size, /*writer=*/true);
+  if (!ring.ok()) return ring;
+  auto* header = new ((*ring)->header_) StreamRingHeader{};
+  header->magic = kStreamRingMagic;
+  header->version = kStreamRingVersion;
+  header->data_size = data_size;
+  return ring;
+}
+
+base::ErrorOr<std::unique_ptr<StreamRing>> StreamRing::Map(base::ScopedFd fd) {
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) return base::Errno{errno};
+  if (st.st_size < static_cast<off_t>(kHeaderBytes)) return base::Errno{EPROTO};
+  struct {
+    uint32_t magic;
+    uint32_t version;
+    uint64_t data_size;
+  } fixed;
+  static_assert(offsetof(StreamRingHeader, data_size) + sizeof(uint64_t) == sizeof(fixed));
+  if (pread(fd.get(), &fixed, sizeof(fixed), 0) != static_cast<ssize_t>(sizeof(fixed))) return base::Errno{EPROTO};
+  if (fixed.magic != kStreamRingMagic || fixed.version != kStreamRingVersion || !ValidSize(fixed.data_size) ||
+      static_cast<uint64_t>(st.st_size) != kHeaderBytes + fixed.data_size) {
+    return base::Errno{EPROTO};
+  }
+  auto ring = MapShared(std::move(fd), fixed.data_size, /*writer=*/false);
+  if (!ring.ok()) return ring;
+  (*ring)->tail_ = (*ring)->head_ = (*ring)->header_->tail.load(std::memory_order_relaxed);
+  return ring;
+}
+
+uint64_t StreamRing::Writable() {
+  if (broken_) return 0;
+  const uint64_t tail = header_->tail.load(std::memory_order_acquire);
+  if (tail < tail_ || tail > head_) {
+    broken_ = true;
+    return 0;
+  }
+  tail_ = tail;
+  return size_ - (head_ - tail_);
+}
+
+bool StreamRing::Publish(uint64_t n) {
+  head_ += n;
+  header_->head.store(head_, std::memory_order_release);
+  // The head store before the flag load: see the header comment.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return header_->reader_sleeping.load(std::memory_order_relaxed) != 0 &&
+         header_->reader_sleeping.exchange(0, std::memory_order_relaxed) != 0;
+}
+
+uint64_t StreamRing::WaitForRoom() {
+  header_->writer_waiting.store(1, std::memory_order_seq_cst);
+  return Writable();
+}
+
+std::span<const uint8_t> StreamRing::Readable() {
+  const uint64_t head = header_->head.load(std::memory_order_acquire);
+  if (head - tail_ > size_) {  // not from our writer: read nothing more
+    broken_ = true;
+    return {};
+  }
+  head_ = head;
+  return {data_ + (tail_ & (size_ - 1)), head_ - tail_};
+}
+
+bool StreamRing::Release(uint64_t n) {
+  tail_ += n;
+  header_->tail.store(tail_, std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return header_->writer_waiting.load(std::memory_order_relaxed) != 0 &&
+         header_->writer_waiting.exchange(0, std::memory_order_relaxed) != 0;
+}
+
+bool StreamRing::SleepUnlessReadable(uint64_t want) {
+  header_->reader_sleeping.store(1, std::memory_order_seq_cst);
+  return Readable().size() >= want;
+}
+
+void StreamRing::Awake() { header_->reader_sleeping.store(0, std::memory_order_relaxed); }
+
+}  // namespace udiag::ipc

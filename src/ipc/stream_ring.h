@@ -1,0 +1,94 @@
+// The shared-memory half of a record stream (record_stream_format.h): a byte
+// ring in a sealed memfd that the daemon writes frames into and the recorder
+// reads them from in place. Records cross with one copy, into the ring, and
+// no system call per batch: a socket carried them before, and its two copies
+// in the kernel were a third of the daemon's time and most of the
+// recorder's. The data area is mapped twice, back to back, so any run of
+// bytes starting anywhere is contiguous: frames are never reassembled.
+//
+// The socket beside the ring carries only wake-ups, a byte each: the writer
+// pokes a reader that said it sleeps, the reader pokes a writer that said it
+// waits for room. Each side sets its flag, then re-checks the ring, and the
+// other side fences between publishing and reading the flag, so a wake-up is
+// never missed.
+//
+// The daemon does not trust the reader: it never reads the data back, the
+// memfd is sealed against resizing, and a tail that moves backwards or past
+// the head breaks the stream, not the daemon.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "base/error_or.h"
+#include "base/scoped_fd.h"
+
+namespace udiag::ipc {
+
+inline constexpr uint32_t kStreamRingMagic = 0x53524455;  // "UDRS"
+inline constexpr uint32_t kStreamRingVersion = 1;
+
+struct StreamRingHeader {
+  uint32_t magic;
+  uint32_t version;
+  uint64_t data_size;
+  alignas(64) std::atomic<uint64_t> head;  // bytes written, by the writer
+  alignas(64) std::atomic<uint64_t> tail;  // bytes read, by the reader
+  std::atomic<uint32_t> reader_sleeping;   // the reader waits for data
+  std::atomic<uint32_t> writer_waiting;    // the writer waits for room
+};
+
+class StreamRing {
+ public:
+  // 8 MiB: the socket's 4 MiB queue plus the reader's 4 MiB buffer it replaces.
+  static constexpr uint64_t kDefaultDataBytes = 8 << 20;
+  // Room for the largest frame twice over, so a frame always fits whole.
+  static constexpr uint64_t kMinDataBytes = 1 << 20;
+
+  // The writer's side: a new ring of `data_size` bytes (a power of two, at
+  // least kMinDataBytes) in a sealed memfd.
+  static base::ErrorOr<std::unique_ptr<StreamRing>> Create(uint64_t data_size = kDefaultDataBytes);
+  // The reader's side: maps a ring the writer made. EPROTO when `fd` is not one.
+  static base::ErrorOr<std::unique_ptr<StreamRing>> Map(base::ScopedFd fd);
+  ~StreamRing();
+  StreamRing(const StreamRing&) = delete;
+  StreamRing& operator=(const StreamRing&) = delete;
+
+  int fd() const { return fd_.get(); }
+  uint64_t data_size() const { return size_; }
+
+  // Writer. Room to write now, contiguous at write_position(); 0 once the
+  // reader broke the protocol (broken()).
+  uint64_t Writable();
+  uint8_t* write_position() { return data_ + (head_ & (size_ - 1)); }
+  // Makes n written bytes readable. True when the reader sleeps: poke it.
+  bool Publish(uint64_t n);
+  // Says the writer waits for room, then returns the room there is now.
+  uint64_t WaitForRoom();
+  bool broken() const { return broken_; }
+
+  // Reader. What is readable now, contiguous.
+  std::span<const uint8_t> Readable();
+  // Frees n read bytes. True when the writer waits for room: poke it.
+  bool Release(uint64_t n);
+  // Says the reader sleeps until at least `want` bytes are readable, then
+  // returns whether they are already (call Awake() either way after).
+  bool SleepUnlessReadable(uint64_t want);
+  void Awake();
+
+ private:
+  StreamRing(base::ScopedFd fd, StreamRingHeader* header, uint8_t* data, uint64_t size);
+  static base::ErrorOr<std::unique_ptr<StreamRing>> MapShared(base::ScopedFd fd, uint64_t data_size, bool writer);
+
+  base::ScopedFd fd_;
+  StreamRingHeader* header_;
+  uint8_t* data_;  // mapped twice: 2 * size_ bytes of address space
+  uint64_t size_;
+  uint64_t head_ = 0;  // the writer's, or the reader's last snapshot
+  uint64_t tail_ = 0;  // the reader's, or the writer's last checked snapshot
+  bool broken_ = false;
+};
+
+}  // namespace udiag::ipc
