@@ -284,6 +284,7 @@ void Server::HandleReadable(Connection& conn) {
       return;
     }
     HandleMessage(conn, bytes, fds);
+    UpdateHoldBack();  // the request may have changed what holds back
     if (!connections_.contains(id)) return;
   }
 }
@@ -501,6 +502,7 @@ int Server::OnAddRing(Connection& conn, std::vector<ScopedFd>& fds) {
   struct stat st;
   if (stat(fmt::format("/proc/{}/task/{}", conn.peer.pid, tid).c_str(), &st) < 0) tid = conn.peer.pid;
   RememberComm(conn.peer.pid, tid);
+  UpdateHoldBack();  // a request may just have made an instance hold back
   (*reader)->SetWriterWait(writer_wait_ms_);
   rings_.push_back({std::move(reader).value(), conn.peer.pid, tid, conn.id});
   return 0;
@@ -699,6 +701,8 @@ void Server::EndRecordStream(Connection& conn) {
 }
 
 void Server::OnEventStatusChanged(Event& event) {
+  // Rings wait for room before the producers hear their events are on.
+  UpdateHoldBack();
   for (auto& [id, conn] : connections_) {
     bool has = std::any_of(conn->enablers.begin(), conn->enablers.end(),
                            [&](const Enabler& en) { return en.event == &event; });
