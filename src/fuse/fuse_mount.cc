@@ -8,7 +8,6 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,10 +17,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -40,6 +41,31 @@ const std::set<std::string_view> kWritable = {"enable",         "dynamic_events"
                                               "snapshot"};
 
 std::string_view BaseName(std::string_view path) { return path.substr(path.find_last_of('/') + 1); }
+
+// The device of the mount at `mountpoint` (the last one there), from
+// /proc/self/mountinfo: a stat of it would be a request to our own file
+// system, which never returns if the loop ends before answering it.
+std::optional<std::string> MountDevice(const std::string& mountpoint) {
+  std::string escaped;  // mountinfo writes these as octal escapes
+  for (char c : mountpoint) {
+    switch (c) {
+      case ' ': escaped += "\\040"; break;
+      case '\t': escaped += "\\011"; break;
+      case '\n': escaped += "\\012"; break;
+      case '\\': escaped += "\\134"; break;
+      default: escaped += c;
+    }
+  }
+  std::ifstream in("/proc/self/mountinfo");
+  std::optional<std::string> device;
+  for (std::string line; std::getline(in, line);) {
+    // ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ...
+    std::istringstream fields(line);
+    std::string id, parent, major_minor, root, point;
+    if (fields >> id >> parent >> major_minor >> root >> point && point == escaped) device = major_minor;
+  }
+  return device;
+}
 
 // FUSE paths start with '/'; the daemon's are relative to the tree's root.
 std::string TreePath(const char* path) {
@@ -125,8 +151,7 @@ class Server {
   // takes the mount down so that nothing hangs on it.
   void StartWatcher(struct fuse* f) {
     watcher_ = std::thread([this, f] {
-      struct stat st {};
-      bool have_dev = stat(options_.mountpoint.c_str(), &st) == 0;
+      std::optional<std::string> device = MountDevice(options_.mountpoint);
       std::unique_lock lock(watch_mu_);
       while (!stopping_) {
         watch_cv_.wait_for(lock, 500ms);
@@ -144,9 +169,10 @@ class Server {
       fuse_exit(f);
       umount2(options_.mountpoint.c_str(), MNT_DETACH);
       // Wakes the loop even if files are still open on the detached mount.
-      if (have_dev) {
+      if (device) {
+        // The connection is named after the device's minor number.
         std::string abort_path =
-            fmt::format("/sys/fs/fuse/connections/{}/abort", minor(st.st_dev));
+            fmt::format("/sys/fs/fuse/connections/{}/abort", device->substr(device->find(':') + 1));
         int fd = open(abort_path.c_str(), O_WRONLY | O_CLOEXEC);
         if (fd >= 0) {
           (void)!write(fd, "1", 1);
