@@ -43,7 +43,7 @@ RecordStreamSender::RecordStreamSender(base::ScopedFd socket, std::unique_ptr<ip
 
 int RecordStreamSender::Pump() {
   for (;;) {
-    if (int err = SendBatch()) return err;  // what the socket did not take last time first
+    if (int err = SendBatch()) return err;  // what the ring had no room for last time first
     bool last = false;
     size_t batch_bytes = 0;
     for (size_t index = 0; !last && batch_bytes < kBatchBytes && pieces_.size() < kMaxPieces; ++index) {

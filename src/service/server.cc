@@ -1008,8 +1008,8 @@ void Server::PumpPipes() {
   }
 }
 
-// Sends record streams what their instance buffer holds, until a stream's
-// socket is full; EPOLLOUT then brings us back.
+// Copies into record streams what their instance buffer holds, until a
+// stream's ring is full; the recorder's wake-up then brings us back.
 void Server::PumpRecordStreams() {
   std::vector<uint64_t> broken;
   for (auto& [id, conn] : connections_) {
