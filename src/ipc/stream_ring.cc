@@ -19,6 +19,13 @@ bool ValidSize(uint64_t size) {
   return size >= StreamRing::kMinDataBytes && size <= kMaxDataBytes && (size & (size - 1)) == 0;
 }
 
+// After publishing a position: takes the other side's flag if it is set
+// (the fence orders the position's store before the flag's load).
+bool TakeFlagAfterPublishing(std::atomic<uint32_t>& flag) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return flag.load(std::memory_order_relaxed) != 0 && flag.exchange(0, std::memory_order_relaxed) != 0;
+}
+
 }  // namespace
 
 StreamRing::StreamRing(base::ScopedFd fd, StreamRingHeader* header, uint8_t* data, uint64_t size)
@@ -106,10 +113,7 @@ uint64_t StreamRing::Writable() {
 bool StreamRing::Publish(uint64_t n) {
   head_ += n;
   header_->head.store(head_, std::memory_order_release);
-  // The head store before the flag load: see the header comment.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  return header_->reader_sleeping.load(std::memory_order_relaxed) != 0 &&
-         header_->reader_sleeping.exchange(0, std::memory_order_relaxed) != 0;
+  return TakeFlagAfterPublishing(header_->reader_sleeping);
 }
 
 uint64_t StreamRing::WaitForRoom() {
@@ -130,9 +134,7 @@ std::span<const uint8_t> StreamRing::Readable() {
 bool StreamRing::Release(uint64_t n) {
   tail_ += n;
   header_->tail.store(tail_, std::memory_order_release);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  return header_->writer_waiting.load(std::memory_order_relaxed) != 0 &&
-         header_->writer_waiting.exchange(0, std::memory_order_relaxed) != 0;
+  return TakeFlagAfterPublishing(header_->writer_waiting);
 }
 
 bool StreamRing::SleepUnlessReadable(uint64_t want) {

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <new>
 
+#include "base/tsc.h"
 #include "ring/ring_futex.h"
 #include "ring/ring_layout.h"
 
@@ -134,12 +135,12 @@ class RingWriter {
     const uint32_t wait_ms = header_->full_wait_ms.load(std::memory_order_relaxed);
     if (wait_ms == 0 || cached_tail_ == gave_up_at_tail_) return false;
     constexpr uint64_t kSliceNs = 1'000'000;
-    const uint64_t deadline = RingClockNs() + uint64_t{wait_ms} * 1'000'000;
+    const uint64_t deadline = base::MonotonicNs() + uint64_t{wait_ms} * 1'000'000;
     for (;;) {
       // seq_cst: the daemon stores the tail, then reads this flag.
       header_->writer_waiting.store(1, std::memory_order_seq_cst);
       if (MakeRoom(bytes)) break;
-      const uint64_t now = RingClockNs();
+      const uint64_t now = base::MonotonicNs();
       // The daemon may have turned waiting off meanwhile.
       if (now >= deadline || header_->full_wait_ms.load(std::memory_order_relaxed) == 0) {
         gave_up_at_tail_ = cached_tail_;
