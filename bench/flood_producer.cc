@@ -4,12 +4,11 @@
 // — then prints "written <n> failed <n>" (failed: the event was disabled
 // meanwhile). Events a full ring drops still count as written: the daemon
 // reports them lost. Run it under `udiag record -- flood_producer N [RATE]`
-// (which sets $UDIAG_DIR).
-#include <chrono>
+// (which sets $UDIAG_DIR). lttng_flood_producer is its LTTng-UST twin.
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
 
+#include "flood_loop.h"
 #include "udiag/udiag.hpp"
 
 int main(int argc, char** argv) {
@@ -25,32 +24,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "flood_producer: register: errno %d\n", err);
     return 1;
   }
-  using Clock = std::chrono::steady_clock;
-  auto give_up = Clock::now() + std::chrono::seconds(5);
-  while (!flood.enabled() && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (!flood.enabled()) {
-    std::fprintf(stderr, "flood_producer: nobody enabled the event within 5 s\n");
-    return 1;
-  }
-  auto start = Clock::now();
-  auto end = start + std::chrono::duration<double>(seconds);
-  uint64_t written = 0, failed = 0;
-  for (uint64_t seq = 0;; ++seq) {
-    if ((seq & 1023) == 0) {
-      auto now = Clock::now();
-      if (now >= end) break;
-      if (rate > 0) {
-        auto due = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seq / rate));
-        if (due > now) std::this_thread::sleep_until(due);
-      }
-    }
-    if (flood.write(seq, seq * 3, seq * 5, seq * 7) == 0) {
-      ++written;
-    } else {
-      ++failed;
-    }
-  }
-  std::printf("written %llu failed %llu\n", static_cast<unsigned long long>(written),
-              static_cast<unsigned long long>(failed));
-  return 0;
+  return udiag::bench::RunFlood(
+      "flood_producer", seconds, rate, [&] { return flood.enabled(); },
+      [&](uint64_t seq) { return flood.write(seq, seq * 3, seq * 5, seq * 7) == 0; });
 }

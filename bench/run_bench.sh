@@ -54,8 +54,9 @@ else
     lttng destroy "$session" >/dev/null 2>&1
   fi
   rm -rf "$trace_dir"
-  [ -n "$started_sessiond" ] && kill "$started_sessiond" 2>/dev/null
 fi
+# The side-by-side recording table needs the session daemon too: stop it at the end.
+trap '[ -n "$started_sessiond" ] && kill "$started_sessiond" 2>/dev/null' EXIT
 
 echo "running dropin_bench (without, then with the preload)..." >&2
 "$BIN/dropin_bench" "${GB[@]}" --benchmark_filter=BM_PipeWrite >"$OUT/dropin_plain.json" 2>"$OUT/dropin_plain.err"
@@ -96,12 +97,51 @@ record_run() {  # NAME "UDIAG RECORD OPTIONS" COMMAND...
 }
 echo "running udiag record of one flood producer at 10 M events/s ($SECS s)..." >&2
 record_run record1_10m "" "$BIN/flood_producer" "$SECS" 10000000
+# An LTTng-UST session recording the same flood as udiag record does, to the
+# same disk: discard mode, 16 MiB of sub-buffers per CPU (4 x 4 MiB). The
+# consumer's CPU is lttng-sessiond's and lttng-consumerd's.
+lttng_consumer_ticks() {
+  local sum=0 pid
+  for pid in $(pgrep -x lttng-sessiond) $(pgrep -x lttng-consumerd); do
+    sum=$(( sum + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0) ))
+  done
+  echo "$sum"
+}
+lttng_record_run() {  # NAME PRODUCERS
+  local name=$1 producers=$2
+  [ -x "$BIN/lttng_flood_producer" ] && [ -n "$started_sessiond$(pgrep -x lttng-sessiond)" ] || {
+    echo "skipped: ${lttng_note:-lttng_flood_producer not built}" >"$OUT/$name.skip"; return; }
+  local session=udiag_rec_$$_$name dir="$OUT/$name-trace"
+  if ! { lttng create "$session" --output="$dir" &&
+         lttng enable-channel -u rec --subbuf-size=4M --num-subbuf=4 -s "$session" &&
+         lttng enable-event -u udiag_bench:payload32 -c rec -s "$session" &&
+         lttng start "$session"; } >"$OUT/$name.log" 2>&1; then
+    echo "skipped: lttng session failed: $(tail -1 "$OUT/$name.log")" >"$OUT/$name.skip"
+    lttng destroy "$session" >/dev/null 2>&1
+    return
+  fi
+  local before; before=$(lttng_consumer_ticks)
+  for _ in $(seq "$producers"); do "$BIN/lttng_flood_producer" "$SECS" & done >"$OUT/$name.out" 2>&1
+  wait
+  lttng stop "$session" >"$OUT/$name.stop" 2>&1
+  echo "consumer_cpu $(( $(lttng_consumer_ticks) - before )) $(getconf CLK_TCK)" >"$OUT/$name.time"
+  lttng destroy "$session" >>"$OUT/$name.log" 2>&1
+  du -sb "$dir" | cut -f1 >"$OUT/$name.size"
+  rm -rf "$dir"
+}
+echo "running dd oflag=direct to the recordings' directory..." >&2
+dd if=/dev/zero of="$OUT/dd.bin" bs=1M count=2048 oflag=direct 2>"$OUT/dd.err"
+rm -f "$OUT/dd.bin"
 echo "running udiag record of one flood producer at full speed ($SECS s)..." >&2
 record_run record1 "" "$BIN/flood_producer" "$SECS"
+echo "running an LTTng-UST session of one flood producer at full speed ($SECS s)..." >&2
+lttng_record_run lttng1 1
 echo "running udiag record --block of one flood producer at full speed ($SECS s)..." >&2
 record_run record1_block --block "$BIN/flood_producer" "$SECS"
 echo "running udiag record of eight flood producers ($SECS s)..." >&2
 record_run record8 "" sh -c 'for i in 1 2 3 4 5 6 7 8; do "$0" "$1" & done; wait' "$BIN/flood_producer" "$SECS"
+echo "running an LTTng-UST session of eight flood producers ($SECS s)..." >&2
+lttng_record_run lttng8 8
 echo "running udiag record --block of eight flood producers ($SECS s)..." >&2
 record_run record8_block --block sh -c 'for i in 1 2 3 4 5 6 7 8; do "$0" "$1" & done; wait' "$BIN/flood_producer" "$SECS"
 
@@ -236,24 +276,43 @@ for k in (0, 1, 3):
     print(f"| enabled write with {k} record sessions reading | "
           f"{f'{v:,.2f} ns wall, {cpu:,.2f} ns CPU' if v and cpu else err} | {ratio} |")
 secs = float(os.environ.get("SECS", "10"))
+def read(name, ext):
+    return open(os.path.join(out, name + ext)).read()
+def written_of(name):
+    return sum(int(x) for x in re.findall(r"written (\d+)", read(name, ".out")))
+def udiag_recording(name):
+    """written, recorded, lost, trace bytes, recorder and daemon CPU s of a record_run."""
+    m = re.search(r"udiag record: (\d+) events \(([\d.]+) MB\) in ([\d.]+) s, (\d+) lost", read(name, ".err"))
+    times = read(name, ".time")
+    ru, rs = map(float, re.search(r"recorder_cpu ([\d.]+) ([\d.]+)", times).groups())
+    dticks, hz = map(int, re.search(r"daemon_cpu (\d+) (\d+)", times).groups())
+    return dict(written=written_of(name), recorded=int(m.group(1)), lost=int(m.group(4)),
+                size=int(read(name, ".size")), recorder_s=ru + rs, daemon_s=dticks / hz)
+def lttng_recording(name):
+    """The same for an lttng_record_run: recorded = written - discarded."""
+    if os.path.exists(os.path.join(out, name + ".skip")):
+        raise RuntimeError(read(name, ".skip").strip())
+    m = re.search(r"(\d+) events? (?:were|was) discarded", read(name, ".stop"))
+    # lttng-tools 2.13 may print the count of per-UID buffers with bit 63
+    # set (seen with 8 producers); the rest of the number is the count, as
+    # the trace's size per event confirms.
+    lost = int(m.group(1)) & ((1 << 63) - 1) if m else 0
+    ticks, hz = map(int, re.search(r"consumer_cpu (\d+) (\d+)", read(name, ".time")).groups())
+    written = written_of(name)
+    return dict(written=written, recorded=written - lost, lost=lost, size=int(read(name, ".size")),
+                consumer_s=ticks / hz)
 for name, what in (("record1_10m", "1 flood producer paced at 10 M/s"), ("record1", "1 flood producer, full speed"),
                    ("record1_block", "--block, 1 flood producer, full speed"),
                    ("record8", "8 flood producers, full speed"),
                    ("record8_block", "--block, 8 flood producers, full speed")):
     try:
-        err = open(os.path.join(out, name + ".err")).read()
-        m = re.search(r"udiag record: (\d+) events \(([\d.]+) MB\) in ([\d.]+) s, (\d+) lost", err)
-        written = sum(int(x) for x in re.findall(r"written (\d+)", open(os.path.join(out, name + ".out")).read()))
-        size = int(open(os.path.join(out, name + ".size")).read())
-        ev, lost = int(m.group(1)), int(m.group(4))
-        times = open(os.path.join(out, name + ".time")).read()
-        ru, rs = map(float, re.search(r"recorder_cpu ([\d.]+) ([\d.]+)", times).groups())
-        dticks, hz = map(int, re.search(r"daemon_cpu (\d+) (\d+)", times).groups())
-        cpu = (f"; CPU per recorded event: recorder {1e9 * (ru + rs) / max(ev, 1):.0f} ns, "
-               f"daemon {1e9 * dticks / hz / max(ev, 1):.0f} ns")
-        print(f"| udiag record -o x.dat, {what}, {secs:g} s | written {written:,}, recorded {ev:,} "
-              f"({ev / secs / 1e6:.2f} M events/s, {size / secs / 1e6:.0f} MB/s of trace.dat), lost {lost:,} "
-              f"({100.0 * lost / max(written, 1):.2f} %){cpu} | |")
+        r = udiag_recording(name)
+        ev = r["recorded"]
+        cpu = (f"; CPU per recorded event: recorder {1e9 * r['recorder_s'] / max(ev, 1):.0f} ns, "
+               f"daemon {1e9 * r['daemon_s'] / max(ev, 1):.0f} ns")
+        print(f"| udiag record -o x.dat, {what}, {secs:g} s | written {r['written']:,}, recorded {ev:,} "
+              f"({ev / secs / 1e6:.2f} M events/s, {r['size'] / secs / 1e6:.0f} MB/s of trace.dat), lost {r['lost']:,} "
+              f"({100.0 * r['lost'] / max(r['written'], 1):.2f} %){cpu} | |")
     except Exception as e:
         print(f"| udiag record, {what} | failed: {e} | |")
 for name, what in (("stream_full", "unpaced"), ("stream_5m", "paced at 5 M/s")):
@@ -266,6 +325,39 @@ for name, what in (("stream_full", "unpaced"), ("stream_5m", "paced at 5 M/s")):
         pass
     print(f"| record stream into a file, 1 producer {what} | " +
           (", ".join(f"{k} {v}" for k, v in kv.items()) or "failed") + " | |")
+
+# Issue 11: udiag record against an LTTng-UST session, same producers, same disk.
+try:
+    m = re.search(r"(\d+) bytes .* copied, ([\d.]+) s", read("dd", ".err"))
+    disk = int(m.group(1)) / float(m.group(2)) / 1e6
+    disk_note = f"{disk:,.0f} MB/s"
+except Exception as e:
+    disk, disk_note = None, f"dd failed: {e}"
+print(f"\n| recording side by side ({secs:g} s, 32-byte events; disk: dd oflag=direct {disk_note}) "
+      "| events/s recorded | lost | consumer CPU ns/recorded event | MB/s (share of dd) |")
+print("|---|---|---|---|---|")
+def side_row(label, r, consumer_s):
+    mbs = r["size"] / secs / 1e6
+    share = f" ({100 * mbs / disk:.0f} %)" if disk else ""
+    print(f"| {label} | {r['recorded'] / secs / 1e6:.2f} M | {100.0 * r['lost'] / max(r['written'], 1):.2f} % "
+          f"| {1e9 * consumer_s / max(r['recorded'], 1):.0f} | {mbs:,.0f}{share} |")
+    return r["recorded"]
+for producers in (1, 8):
+    kept = {}
+    for who, name in (("udiag record", f"record{producers}"), ("LTTng-UST session", f"lttng{producers}")):
+        label = f"{who}, {producers} producer process{'es' if producers > 1 else ''}"
+        try:
+            if who.startswith("udiag"):
+                r = udiag_recording(name)
+                kept[who] = side_row(label, r, r["recorder_s"] + r["daemon_s"])
+            else:
+                r = lttng_recording(name)
+                kept[who] = side_row(label, r, r["consumer_s"])
+        except Exception as e:
+            print(f"| {label} | failed: {e} | | | |")
+    if len(kept) == 2 and kept["LTTng-UST session"]:
+        print(f"| ratio udiag / LTTng-UST, {producers} producer(s), events recorded | "
+              f"{kept['udiag record'] / kept['LTTng-UST session']:.2f}x | | | |")
 
 # Issue 5: cost per traced access (wall time), designs side by side.
 mm = load("mmio.json")
