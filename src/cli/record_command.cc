@@ -175,8 +175,10 @@ int Record(const RecordOptions& options) {
   ProgressLine progress(sink);
 
   std::unique_ptr<consumer::RecordStream> stream;
+  // trace.dat stores the stream's pages as they come; other formats take records.
+  const bool pages = format == record::TraceFormat::kTraceDat;
   auto open_stream = [&]() -> int {
-    auto opened = consumer::RecordStream::Open(session.dir, session.instance);
+    auto opened = consumer::RecordStream::Open(session.dir, session.instance, pages);
     if (!opened.ok()) return Fail("record stream", opened.error());
     stream = std::move(opened).value();
     return 0;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 namespace udiag::cli {
@@ -16,12 +17,16 @@ void RecordingSink::OnEventType(const record::EventType& type) {
 
 void RecordingSink::OnTask(const record::Task& task) { writer_->AddTask(task); }
 
-void RecordingSink::OnRecord(const record::Record& record) {
+void RecordingSink::Count(uint32_t event_id, size_t bytes, uint16_t cpu) {
   ++events_;
-  bytes_ += record.data.size();
+  bytes_ += bytes;
+  max_cpu_ = std::max(max_cpu_, cpu);
+  if (event_id < by_id_.size()) ++by_id_[event_id].count;
+}
+
+void RecordingSink::OnRecord(const record::Record& record) {
+  Count(record.event_id, record.data.size(), record.cpu);
   lost_ += record.lost_before;
-  max_cpu_ = std::max(max_cpu_, record.cpu);
-  if (record.event_id < by_id_.size()) ++by_id_[record.event_id].count;
   if (record.timestamp >= last_timestamp_ && pending_lost_ == 0) {
     last_timestamp_ = record.timestamp;
     writer_->Write(record);
@@ -36,6 +41,18 @@ void RecordingSink::OnRecord(const record::Record& record) {
   // Losses reported on their own belong before the next record.
   out.lost_before += std::exchange(pending_lost_, 0);
   writer_->Write(out);
+}
+
+bool RecordingSink::OnPage(uint16_t cpu, std::span<const uint8_t> page) {
+  if (record::tracedat::DecodePage(page, sizeof(uint64_t), &decoded_) != 0) return false;
+  if (!writer_->WritePage(cpu, page)) return false;
+  lost_ += decoded_.lost_before;
+  for (const record::tracedat::PageRecord& r : decoded_.records) {
+    uint16_t type = 0;
+    if (r.data.size() >= sizeof(type)) std::memcpy(&type, r.data.data(), sizeof(type));
+    Count(type, r.data.size(), cpu);
+  }
+  return true;
 }
 
 void RecordingSink::OnLost(uint64_t count) {

@@ -1,5 +1,6 @@
 // Where `udiag record` puts the record stream: into a trace file writer,
-// counting per event for the summary. Timestamps handed to the writer never
+// counting per event for the summary. Pages (a trace.dat recording's stream)
+// go to the writer as they are; only their event headers are read, to count. Timestamps handed to the writer never
 // go backwards: a record committed late (its thread was preempted between
 // taking the time and committing) is stamped with the previous time, and
 // counted, so every format gets the order it needs.
@@ -11,6 +12,7 @@
 
 #include "consumer/record_stream.h"
 #include "record/trace_model.h"
+#include "record/tracedat/page_decoder.h"
 
 namespace udiag::cli {
 
@@ -22,6 +24,7 @@ class RecordingSink : public consumer::RecordSink {
   void OnTask(const record::Task& task) override;
   void OnRecord(const record::Record& record) override;
   void OnLost(uint64_t count) override;
+  bool OnPage(uint16_t cpu, std::span<const uint8_t> page) override;
 
   uint64_t events() const { return events_; }
   uint64_t bytes() const { return bytes_; }
@@ -36,6 +39,8 @@ class RecordingSink : public consumer::RecordSink {
   std::string Summary() const;
 
  private:
+  void Count(uint32_t event_id, size_t bytes, uint16_t cpu);
+
   struct Counted {
     std::string name;
     uint64_t count = 0;
@@ -46,6 +51,7 @@ class RecordingSink : public consumer::RecordSink {
   uint64_t events_ = 0, bytes_ = 0, lost_ = 0, restamped_ = 0, pending_lost_ = 0;
   uint64_t last_timestamp_ = 0;
   uint16_t max_cpu_ = 0;
+  record::tracedat::DecodedPage decoded_;  // reused for every page
 };
 
 }  // namespace udiag::cli

@@ -79,9 +79,9 @@ int ConsumerClient::Rmdir(const std::string& path) {
   return Call(ipc::MsgType::kTreeRmdir, Encode(ipc::PathRequest{path}));
 }
 
-ErrorOr<ConsumerClient::RecordStreamFds> ConsumerClient::OpenRecordStream(const std::string& instance) {
+ErrorOr<ConsumerClient::RecordStreamFds> ConsumerClient::OpenRecordStream(const std::string& instance, bool pages) {
   uint32_t seq;
-  if (int err = SendRequest(ipc::MsgType::kRecordStream, Encode(ipc::PathRequest{instance}), &seq)) {
+  if (int err = SendRequest(ipc::MsgType::kRecordStream, Encode(ipc::RecordStreamRequest{instance, pages}), &seq)) {
     return Errno{err};
   }
   ipc::MessageHeader header;

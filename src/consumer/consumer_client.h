@@ -69,13 +69,14 @@ class ConsumerClient {
   // Starts the binary record stream of instances/<instance> ("" = top) on
   // this connection (one per connection) and returns its shared ring and
   // wake-up socket (ipc/stream_ring.h, ipc/record_stream_format.h;
-  // consumer::RecordStream reads them). The stream lasts while both the
-  // socket and this connection are open.
+  // consumer::RecordStream reads them); with `pages`, records come as
+  // ftrace pages. The stream lasts while both the socket and this
+  // connection are open.
   struct RecordStreamFds {
     base::ScopedFd socket;
     base::ScopedFd ring;
   };
-  base::ErrorOr<RecordStreamFds> OpenRecordStream(const std::string& instance);
+  base::ErrorOr<RecordStreamFds> OpenRecordStream(const std::string& instance, bool pages = false);
 
  private:
   explicit ConsumerClient(base::ScopedFd fd) : fd_(std::move(fd)) {}

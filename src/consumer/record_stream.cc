@@ -77,10 +77,10 @@ RecordStream::RecordStream(ConsumerClient control, base::ScopedFd socket, std::u
       need_(sizeof(ipc::FrameHeader)) {}
 
 base::ErrorOr<std::unique_ptr<RecordStream>> RecordStream::Open(const std::string& dir,
-                                                                const std::string& instance) {
+                                                                const std::string& instance, bool pages) {
   auto control = ConsumerClient::Connect(dir);
   if (!control.ok()) return Errno{control.error()};
-  auto stream = control->OpenRecordStream(instance);
+  auto stream = control->OpenRecordStream(instance, pages);
   if (!stream.ok()) return Errno{stream.error()};
   auto ring = ipc::StreamRing::Map(std::move(stream->ring));
   if (!ring.ok()) return Errno{ring.error()};
@@ -163,6 +163,15 @@ bool RecordStream::DeliverFrames(RecordSink& sink) {
       case ipc::FrameKind::kRecords:
         if (!DeliverRecords(body, sink)) return false;
         break;
+      case ipc::FrameKind::kPage: {
+        ipc::PageFrame page;
+        if (body.size() != ipc::kPageFrameBytes) return false;
+        std::memcpy(&page, body.data(), sizeof(page));
+        if (page.cpu > UINT16_MAX || !sink.OnPage(static_cast<uint16_t>(page.cpu), body.subspan(sizeof(page)))) {
+          return false;
+        }
+        break;
+      }
       case ipc::FrameKind::kLost: {
         uint64_t count;
         if (body.size() != sizeof(count)) return false;

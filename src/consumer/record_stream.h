@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,14 +27,25 @@ class RecordSink {
   virtual void OnTask(const record::Task& task) = 0;
   virtual void OnRecord(const record::Record& record) = 0;  // lost_before = losses just before it
   virtual void OnLost(uint64_t count) = 0;                    // losses not attached to a record (trailing)
+  // A page-mode stream's ftrace ring-buffer page of `cpu` (ipc::kStreamPageSize
+  // bytes, valid during the call): its records, in time order. Returns false
+  // when the page is malformed or the sink takes no pages (the stream then
+  // fails with EPROTO).
+  virtual bool OnPage(uint16_t cpu, std::span<const uint8_t> page) {
+    (void)cpu;
+    (void)page;
+    return false;
+  }
 };
 
 class RecordStream {
  public:
   // Opens a binary stream of instances/<instance> (it must exist; "" = top)
-  // on its own connection to the daemon at `dir` ("" = default dir). Errors:
+  // on its own connection to the daemon at `dir` ("" = default dir); with
+  // `pages`, records come to RecordSink::OnPage a page at a time. Errors:
   // those of ConsumerClient::Connect, ENOENT (no such instance), EACCES.
-  static base::ErrorOr<std::unique_ptr<RecordStream>> Open(const std::string& dir, const std::string& instance);
+  static base::ErrorOr<std::unique_ptr<RecordStream>> Open(const std::string& dir, const std::string& instance,
+                                                           bool pages = false);
 
   int fd() const { return socket_.get(); }  // readable when the daemon pokes (for poll)
 

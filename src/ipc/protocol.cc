@@ -139,6 +139,13 @@ bool PathRequest::Decode(Decoder& d) {
   return d.ok();
 }
 
+void RecordStreamRequest::Encode(Encoder& e) const { e.PutBytes(instance).Put<uint8_t>(pages); }
+bool RecordStreamRequest::Decode(Decoder& d) {
+  instance = d.GetBytes();
+  pages = !d.Rest().empty() && d.Get<uint8_t>() != 0;
+  return d.ok();
+}
+
 void AutoEnableRequest::Encode(Encoder& e) const { e.PutBytes(glob).PutBytes(instance); }
 bool AutoEnableRequest::Decode(Decoder& d) {
   glob = d.GetBytes();

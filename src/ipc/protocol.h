@@ -161,7 +161,7 @@ struct Ack {
   bool Decode(Decoder& d);
 };
 
-struct PathRequest {  // kTreeRead, kTreeList, kTreePipe, kTreeRmdir, kRecordStream
+struct PathRequest {  // kTreeRead, kTreeList, kTreePipe, kTreeRmdir
   std::string path;
   void Encode(Encoder& e) const;
   bool Decode(Decoder& d);
@@ -183,8 +183,17 @@ struct MkdirRequest {
   bool Decode(Decoder& d);
 };
 
-// kTreeRmdir takes a PathRequest; kRecordStream a PathRequest naming the
-// instance ("" = top).
+// kTreeRmdir takes a PathRequest.
+
+// kRecordStream: `instance` names instances/<instance> ("" = top). With
+// `pages`, records come as ftrace pages (kPage frames) instead of kRecords;
+// an older client's request ends after the instance.
+struct RecordStreamRequest {
+  std::string instance;
+  bool pages = false;
+  void Encode(Encoder& e) const;
+  bool Decode(Decoder& d);
+};
 
 struct TreeWriteRequest {
   std::string path;

@@ -88,3 +88,22 @@ TEST(ProtocolTest, AutoEnableNamesAnInstanceOrTheTop) {
 
 }  // namespace
 }  // namespace udiag::ipc
+
+namespace udiag::ipc {
+namespace {
+
+TEST(ProtocolTest, RecordStreamAsksForPagesOrRecords) {
+  RecordStreamRequest out = RoundTrip(RecordStreamRequest{"rec", true}, MsgType::kRecordStream);
+  EXPECT_EQ(out.instance, "rec");
+  EXPECT_TRUE(out.pages);
+  // An older client names only the instance: records.
+  Encoder old;
+  PathRequest{"rec"}.Encode(old);
+  Decoder d(old.bytes());
+  ASSERT_TRUE(out.Decode(d));
+  EXPECT_EQ(out.instance, "rec");
+  EXPECT_FALSE(out.pages);
+}
+
+}  // namespace
+}  // namespace udiag::ipc

@@ -15,6 +15,12 @@
 //               followed by `record_size` bytes (8-byte common header, then
 //               the payload), padded to `size` (a multiple of 8).
 //   kLost       u64: events lost after the last record sent (more may follow).
+//   kPage       a PageFrame, then one ftrace ring-buffer page of kStreamPageSize
+//               bytes (formats.md §1.6, 8-byte commit word): the cpu's records
+//               in time order, each common header + payload with the thread
+//               in common_pid, losses marked on the page as ftrace marks them.
+//               Only on a stream opened in page mode, instead of kRecords:
+//               a trace.dat recorder stores such pages as they are.
 //
 // RecordEntry is also how an instance buffer stores entries, so a run of them
 // goes to the socket without being rewritten.
@@ -24,7 +30,7 @@
 
 namespace udiag::ipc {
 
-enum class FrameKind : uint32_t { kEventType = 1, kTask = 2, kRecords = 3, kLost = 4 };
+enum class FrameKind : uint32_t { kEventType = 1, kTask = 2, kRecords = 3, kLost = 4, kPage = 5 };
 
 struct FrameHeader {
   FrameKind kind;
@@ -43,6 +49,15 @@ struct RecordEntry {
   uint16_t reserved[3];
 };
 static_assert(sizeof(RecordEntry) == 40);
+
+struct PageFrame {
+  uint32_t cpu;
+  uint32_t reserved;
+};
+static_assert(sizeof(PageFrame) == 8);
+// A page frame's body: the PageFrame, then the page (trace.dat's page size).
+inline constexpr uint32_t kStreamPageSize = 4096;
+inline constexpr uint32_t kPageFrameBytes = sizeof(PageFrame) + kStreamPageSize;
 
 // The stream's frames never exceed this body size, so a reader can size its buffer.
 inline constexpr uint32_t kMaxFrameBytes = 256 * 1024;

@@ -61,6 +61,15 @@ class TraceWriter {
   virtual void AddEventType(const EventType& type) = 0;
   virtual void AddTask(const Task& task) = 0;
   virtual void Write(const Record& record) = 0;
+  // Stores an ftrace ring-buffer page of `cpu` (trace.dat's page size, its
+  // records already in time order and encoded as the kernel does) as it is.
+  // False, storing nothing, when the format keeps no such pages; a writer
+  // that takes them may be given pages and records for the same cpu.
+  virtual bool WritePage(uint16_t cpu, std::span<const uint8_t> page) {
+    (void)cpu;
+    (void)page;
+    return false;
+  }
   // Completes the file. Returns 0 or an errno (e.g. ENOSPC) with the file
   // left incomplete.
   virtual int Finish(const TraceInfo& info) = 0;

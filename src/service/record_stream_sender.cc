@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/tsc.h"
 #include "ipc/wire.h"
+#include "record/tracedat/tracedat_layout.h"
 #include "schema/event_description.h"
 
 namespace udiag::service {
@@ -21,6 +23,13 @@ constexpr size_t kMaxPieces = 64;
 constexpr size_t kRunBytes = ipc::kMaxFrameBytes - 64 * 1024;
 constexpr uint8_t kZeros[8] = {};
 
+static_assert(ipc::kStreamPageSize == record::tracedat::kPageSize);
+
+uint32_t CpuLimit() {
+  long cpus = sysconf(_SC_NPROCESSORS_CONF);
+  return static_cast<uint32_t>(std::clamp<long>(cpus, 1, 4096));
+}
+
 uint16_t TypeOf(const ipc::RecordEntry& entry, const uint8_t* at) {
   uint16_t type = 0;
   if (entry.record_size >= sizeof(type)) std::memcpy(&type, at + sizeof(ipc::RecordEntry), sizeof(type));
@@ -30,18 +39,22 @@ uint16_t TypeOf(const ipc::RecordEntry& entry, const uint8_t* at) {
 }  // namespace
 
 RecordStreamSender::RecordStreamSender(base::ScopedFd socket, std::unique_ptr<ipc::StreamRing> ring,
-                                       Instance* instance, const EventRegistry* registry, CommLookup comm)
+                                       Instance* instance, const EventRegistry* registry, CommLookup comm,
+                                       bool pages)
     : socket_(std::move(socket)),
       ring_(std::move(ring)),
       instance_(instance),
       registry_(registry),
-      comm_(std::move(comm)) {
+      comm_(std::move(comm)),
+      pages_(pages),
+      cpu_limit_(CpuLimit()) {
   // Small frames, and what the ring had no room for of one batch.
   out_.reserve(kBatchBytes + ipc::kMaxFrameBytes);
   unsent_.reserve(kBatchBytes + ipc::kMaxFrameBytes);
 }
 
 int RecordStreamSender::Pump() {
+  if (pages_) return PumpPages();
   for (;;) {
     if (int err = SendBatch()) return err;  // what the ring had no room for last time first
     bool last = false;
@@ -107,6 +120,94 @@ size_t RecordStreamSender::CopyIntoRing(size_t total) {
     if (copied == room) break;
   }
   return copied;
+}
+
+int RecordStreamSender::PumpPages() {
+  for (;;) {
+    if (int err = SendBatch()) return err;
+    if (!EncodePages()) break;
+  }
+  const bool ending = !instance_->tracing_on();
+  FlushPages(ending);
+  // Losses after the last record go out on their own only at the end:
+  // until then the next page carries them.
+  if (ending && unsent_since_ns_ == 0 && lost_pending_ > 0) AppendLost(std::exchange(lost_pending_, 0));
+  return SendBatch();
+}
+
+bool RecordStreamSender::EncodePages() {
+  TraceBuffer& buffer = instance_->buffer();
+  std::span<const uint8_t> run = buffer.RunAt(0);
+  if (run.empty()) {
+    lost_pending_ += buffer.TakePendingLost();
+    return false;
+  }
+  size_t bytes = 0, count = 0;
+  while (bytes < run.size() && out_.size() < kBatchBytes) {
+    const uint8_t* at = run.data() + bytes;
+    ipc::RecordEntry entry;
+    std::memcpy(&entry, at, sizeof(entry));
+    bytes += entry.size;
+    ++count;
+    uint16_t type = TypeOf(entry, at);
+    if (type != last_type_ || entry.tid != last_tid_) {
+      if (!TypeSent(type)) {
+        const Event* event = registry_->FindById(type);
+        if (!event) {  // gone meanwhile: no type to send, so it counts as lost
+          lost_pending_ += 1 + entry.lost_before;
+          continue;
+        }
+        AppendEventType(*event);
+      }
+      if (entry.tid != last_tid_ && !tasks_sent_.contains(entry.tid)) AppendTask(entry.pid, entry.tid);
+      last_type_ = type;
+      last_tid_ = entry.tid;
+    }
+    EncodeRecord(entry.cpu, entry.timestamp, entry.lost_before, {at + sizeof(entry), entry.record_size});
+  }
+  buffer.Consume(bytes, count);
+  if (unsent_since_ns_ == 0) unsent_since_ns_ = base::MonotonicNs();
+  return true;
+}
+
+void RecordStreamSender::EncodeRecord(uint16_t cpu, uint64_t timestamp, uint64_t lost_before,
+                                      std::span<const uint8_t> record) {
+  using record::tracedat::PageEncoder;
+  const uint32_t slot = std::min<uint32_t>(cpu, cpu_limit_ - 1);
+  if (slot >= page_of_cpu_.size()) page_of_cpu_.resize(slot + 1);
+  std::unique_ptr<PageEncoder>& page = page_of_cpu_[slot];
+  if (!page) page = std::make_unique<PageEncoder>();
+  const uint64_t lost = lost_before + std::exchange(lost_pending_, 0);
+  if (record.size() < schema::kCommonHeaderSize || record.size() > PageEncoder::MaxDataSize()) {
+    lost_pending_ = lost + 1;  // no page holds it
+    return;
+  }
+  if (lost > 0) {
+    // ftrace marks losses on the page that follows them.
+    if (!page->empty()) AppendPage(slot, *page);
+    page->MarkLostBefore(lost);
+  }
+  if (page->Append(timestamp, record)) return;
+  AppendPage(slot, *page);
+  page->Append(timestamp, record);  // fits: an empty page takes MaxDataSize
+}
+
+void RecordStreamSender::AppendPage(uint32_t cpu, record::tracedat::PageEncoder& page) {
+  AppendFrameHeader(ipc::FrameKind::kPage, ipc::kPageFrameBytes);
+  const ipc::PageFrame frame{cpu, 0};
+  const auto* at = reinterpret_cast<const uint8_t*>(&frame);
+  out_.insert(out_.end(), at, at + sizeof(frame));
+  const size_t page_at = out_.size();
+  out_.resize(page_at + ipc::kStreamPageSize);
+  page.FinishInto(out_.data() + page_at);
+}
+
+void RecordStreamSender::FlushPages(bool all) {
+  if (unsent_since_ns_ == 0 || (!all && base::MonotonicNs() - unsent_since_ns_ < kPageFlushNs)) return;
+  for (uint32_t cpu = 0; cpu < page_of_cpu_.size(); ++cpu) {
+    if (page_of_cpu_[cpu] && !page_of_cpu_[cpu]->empty()) AppendPage(cpu, *page_of_cpu_[cpu]);
+  }
+  unsent_since_ns_ = 0;
 }
 
 bool RecordStreamSender::TakeWakeups() {

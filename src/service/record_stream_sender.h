@@ -5,6 +5,12 @@
 // straight from the buffer's memory, as stored, between their frame headers;
 // only what the ring had no room for is kept aside, to go first next time.
 // The socket beside the ring carries wake-ups both ways.
+//
+// In page mode the entries are instead encoded into one ftrace ring-buffer
+// page per cpu, and only whole pages go out (kPage frames): the reader, a
+// trace.dat recorder, stores them as they are, with no work per event. A
+// partly filled page goes out once it has waited kPageFlushNs, or when the
+// instance stops tracing (the end of a recording).
 #pragma once
 
 #include <sys/uio.h>
@@ -20,6 +26,7 @@
 #include "base/scoped_fd.h"
 #include "ipc/record_stream_format.h"
 #include "ipc/stream_ring.h"
+#include "record/tracedat/page_encoder.h"
 #include "service/event_registry.h"
 #include "service/instance.h"
 
@@ -31,7 +38,10 @@ class RecordStreamSender {
   using CommLookup = std::function<std::string(uint32_t tid)>;
 
   RecordStreamSender(base::ScopedFd socket, std::unique_ptr<ipc::StreamRing> ring, Instance* instance,
-                     const EventRegistry* registry, CommLookup comm);
+                     const EventRegistry* registry, CommLookup comm, bool pages = false);
+
+  // How long a partly filled page may wait for more records (page mode).
+  static constexpr uint64_t kPageFlushNs = 100'000'000;
 
   int fd() const { return socket_.get(); }
   Instance* instance() const { return instance_; }
@@ -55,6 +65,20 @@ class RecordStreamSender {
     std::span<const uint8_t> records;
     size_t count = 0;
   };
+
+  // Page mode's Pump.
+  int PumpPages();
+  // Encodes the entries of the buffer's oldest run into pages, consuming
+  // them, until out_ holds a batch. False when the buffer was empty.
+  bool EncodePages();
+  // Adds one record to its cpu's page, first closing the page when it is
+  // full or the record follows lost events.
+  void EncodeRecord(uint16_t cpu, uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> record);
+  // Appends the page of `cpu` to out_ as a kPage frame; it is empty afterwards.
+  void AppendPage(uint32_t cpu, record::tracedat::PageEncoder& page);
+  // Sends the partly filled pages when they have waited long enough, or
+  // every one when `all`.
+  void FlushPages(bool all);
 
   // Appends frames for the buffer's run at `index` to `out_`, leaving its
   // records in the buffer as `piece` (count 0: none). False when there was
@@ -86,6 +110,14 @@ class RecordStreamSender {
   // The last entry's type and task, known to be sent (most runs are one thread's).
   uint32_t last_type_ = UINT32_MAX;
   uint32_t last_tid_ = UINT32_MAX;
+
+  // Page mode: one page being filled per cpu, the losses to mark on the
+  // next page, and since when some page has held records not sent.
+  const bool pages_;
+  const uint32_t cpu_limit_;  // cpus beyond the machine's are folded onto its last
+  std::vector<std::unique_ptr<record::tracedat::PageEncoder>> page_of_cpu_;
+  uint64_t lost_pending_ = 0;
+  uint64_t unsent_since_ns_ = 0;  // 0: every page is empty
 };
 
 }  // namespace udiag::service

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "record/tracedat/page_decoder.h"
 #include "service/status_page.h"
 #include "service/test_observer.h"
 
@@ -17,10 +18,29 @@ namespace {
 
 // Frames read back from the stream, checked as a consumer would.
 struct Decoded {
-  int event_types = 0, tasks = 0, record_frames = 0;
+  int event_types = 0, tasks = 0, record_frames = 0, pages = 0;
   std::vector<uint64_t> seqs;  // first payload word of each record, in order
+  std::vector<uint32_t> page_cpus;
   uint64_t lost = 0;
 };
+
+// A kPage frame's records, checked as trace-cmd would read the page.
+void DecodePageFrame(const uint8_t* body, uint32_t bytes, Decoded* out) {
+  ASSERT_EQ(bytes, ipc::kPageFrameBytes);
+  ipc::PageFrame frame;
+  std::memcpy(&frame, body, sizeof(frame));
+  out->page_cpus.push_back(frame.cpu);
+  ++out->pages;
+  record::tracedat::DecodedPage page;
+  ASSERT_EQ(record::tracedat::DecodePage({body + sizeof(frame), ipc::kStreamPageSize}, 8, &page), 0);
+  out->lost += page.lost_before;
+  for (const record::tracedat::PageRecord& r : page.records) {
+    ASSERT_GE(r.data.size(), 8u + 32u);
+    uint64_t seq;
+    std::memcpy(&seq, r.data.data() + 8, sizeof(seq));
+    out->seqs.push_back(seq);
+  }
+}
 
 Decoded Decode(const std::vector<uint8_t>& stream) {
   Decoded out;
@@ -45,6 +65,9 @@ Decoded Decode(const std::vector<uint8_t>& stream) {
         out.lost += count;
         break;
       }
+      case ipc::FrameKind::kPage:
+        DecodePageFrame(body, frame.bytes, &out);
+        break;
       case ipc::FrameKind::kRecords:
         ++out.record_frames;
         for (size_t off = 0; off < frame.bytes;) {
@@ -68,10 +91,11 @@ Decoded Decode(const std::vector<uint8_t>& stream) {
   return out;
 }
 
-class RecordStreamSenderTest : public ::testing::Test {
+class SenderFixture : public ::testing::Test {
  protected:
-  RecordStreamSenderTest()
-      : page_(std::move(StatusPage::Create(EventRegistry::kFirstId, 64)).value()), registry_(&page_, &observer_) {
+  // `pages`: page mode (ftrace pages) instead of record frames.
+  explicit SenderFixture(bool pages)
+      : pages_(pages), page_(std::move(StatusPage::Create(EventRegistry::kFirstId, 64)).value()), registry_(&page_, &observer_) {
     event_ = registry_.FindOrCreate("bench u64 seq; u64 b; u64 c; u64 d", false, false).value();
     int fds[2];
     EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
@@ -81,17 +105,30 @@ class RecordStreamSenderTest : public ::testing::Test {
     EXPECT_TRUE(ring.ok());
     ring_ = std::move(ipc::StreamRing::Map(base::ScopedFd(dup((*ring)->fd())))).value();
     sender_.emplace(base::ScopedFd(fds[0]), std::move(ring).value(), &instance_, &registry_,
-                    [](uint32_t) { return std::string("t"); });
+                    [](uint32_t) { return std::string("t"); }, pages);
+    instance_.buffer().set_capacity(16 << 20);  // room for the largest test's records
   }
 
-  void AppendRecords(uint64_t first_seq, uint64_t count) {
+  bool pages() const { return pages_; }
+  // Pages take about half the bytes of record frames (44 bytes a record, not 80).
+  uint64_t records_per_ring_fill() const { return pages_ ? 2 : 1; }
+
+  void AppendRecords(uint64_t first_seq, uint64_t count, uint16_t cpu = 0) {
     for (uint64_t seq = first_seq; seq < first_seq + count; ++seq) {
       uint8_t record[8 + 32] = {};
       const auto type = static_cast<uint16_t>(event_->id);
       std::memcpy(record, &type, sizeof(type));
       std::memcpy(record + 8, &seq, sizeof(seq));
-      ASSERT_TRUE(instance_.buffer().Append({seq, 1, 2, 0}, record));
+      ASSERT_TRUE(instance_.buffer().Append({seq, 1, 2, cpu}, record));
     }
+  }
+
+  // Ends the recording as `udiag record` does (tracing off), so that page
+  // mode sends its partly filled pages, and reads everything.
+  void EndAndReadAll() {
+    instance_.set_tracing_on(false);
+    for (int i = 0; i < 100000 && sender_->Pump() != 0; ++i) ReadAvailable();
+    ReadAvailable();
   }
 
   // Reads what the ring holds now, as the recorder would. True when the
@@ -102,6 +139,7 @@ class RecordStreamSenderTest : public ::testing::Test {
     return ring_->Release(bytes.size());
   }
 
+  const bool pages_;
   StatusPage page_;
   RecordingObserver observer_;
   EventRegistry registry_;
@@ -113,8 +151,20 @@ class RecordStreamSenderTest : public ::testing::Test {
   std::vector<uint8_t> received_;
 };
 
-TEST_F(RecordStreamSenderTest, AFullRingResumesMidFrame) {
-  constexpr uint64_t kRecords = 40000;  // 3.2 MB: many chunks and frames, three rings full
+// Every test of the stream's mechanics runs in both modes.
+class RecordStreamSenderTest : public SenderFixture, public ::testing::WithParamInterface<bool> {
+ protected:
+  RecordStreamSenderTest() : SenderFixture(GetParam()) {}
+};
+
+class PageStreamSenderTest : public SenderFixture {
+ protected:
+  PageStreamSenderTest() : SenderFixture(true) {}
+};
+
+TEST_P(RecordStreamSenderTest, AFullRingResumesMidFrame) {
+  // 3.2 MB of record frames, 3.5 MB of pages: many chunks and frames, three rings full.
+  const uint64_t kRecords = 40000 * records_per_ring_fill();
   AppendRecords(0, kRecords);
   int full = 0, pokes = 0;
   for (int i = 0; i < 100000; ++i) {
@@ -128,7 +178,9 @@ TEST_F(RecordStreamSenderTest, AFullRingResumesMidFrame) {
   EXPECT_GE(full, 3) << "the ring should have filled often";
   EXPECT_EQ(pokes, full) << "each time it was full, the sender asked to be poked";
   EXPECT_EQ(instance_.buffer().entries(), 0u);
+  EndAndReadAll();
   Decoded d = Decode(received_);
+  EXPECT_EQ(d.pages > 0, pages());
   EXPECT_EQ(d.event_types, 1);
   EXPECT_EQ(d.tasks, 1);
   EXPECT_EQ(d.lost, 0u);
@@ -136,34 +188,34 @@ TEST_F(RecordStreamSenderTest, AFullRingResumesMidFrame) {
   for (uint64_t i = 0; i < kRecords; ++i) ASSERT_EQ(d.seqs[i], i);
 }
 
-TEST_F(RecordStreamSenderTest, RecordsAppendedWhileTheRingIsFullFollowInOrder) {
-  AppendRecords(0, 20000);
+TEST_P(RecordStreamSenderTest, RecordsAppendedWhileTheRingIsFullFollowInOrder) {
+  const uint64_t half = 20000 * records_per_ring_fill();
+  AppendRecords(0, half);
   ASSERT_EQ(sender_->Pump(), EAGAIN);
   // The daemon keeps draining rings while the reader is slow.
-  AppendRecords(20000, 20000);
+  AppendRecords(half, half);
   instance_.buffer().NoteLost(3);
-  for (int i = 0; i < 100000 && sender_->Pump() != 0; ++i) ReadAvailable();
-  ReadAvailable();
+  EndAndReadAll();
   Decoded d = Decode(received_);
   EXPECT_EQ(d.lost, 3u);
-  ASSERT_EQ(d.seqs.size(), 40000u);
+  ASSERT_EQ(d.seqs.size(), 2 * half);
   for (uint64_t i = 0; i < d.seqs.size(); ++i) ASSERT_EQ(d.seqs[i], i);
 }
 
-TEST_F(RecordStreamSenderTest, AForgottenTypeIsSentAgainBeforeItsNextRecord) {
+TEST_P(RecordStreamSenderTest, AForgottenTypeIsSentAgainBeforeItsNextRecord) {
   AppendRecords(0, 10);
   ASSERT_EQ(sender_->Pump(), 0);
   sender_->ForgetType(event_->id);  // as when the id is reused for a new event
   AppendRecords(10, 10);
   ASSERT_EQ(sender_->Pump(), 0);
-  ReadAvailable();
+  EndAndReadAll();
   Decoded d = Decode(received_);
   EXPECT_EQ(d.event_types, 2);
   EXPECT_EQ(d.tasks, 1);
   EXPECT_EQ(d.seqs.size(), 20u);
 }
 
-TEST_F(RecordStreamSenderTest, ASleepingReaderIsPokedOnce) {
+TEST_P(RecordStreamSenderTest, ASleepingReaderIsPokedOnce) {
   ASSERT_FALSE(ring_->SleepUnlessReadable(1));
   AppendRecords(0, 100);
   ASSERT_EQ(sender_->Pump(), 0);
@@ -173,7 +225,7 @@ TEST_F(RecordStreamSenderTest, ASleepingReaderIsPokedOnce) {
   EXPECT_EQ(read(reader_.get(), bytes, sizeof(bytes)), 1);
 }
 
-TEST_F(RecordStreamSenderTest, ABrokenStreamIsReported) {
+TEST_P(RecordStreamSenderTest, ABrokenStreamIsReported) {
   // A reader gone while asleep: the poke fails.
   ASSERT_FALSE(ring_->SleepUnlessReadable(1));
   AppendRecords(0, 100);
@@ -181,7 +233,7 @@ TEST_F(RecordStreamSenderTest, ABrokenStreamIsReported) {
   EXPECT_EQ(sender_->Pump(), EPIPE);
 }
 
-TEST_F(RecordStreamSenderTest, AReaderBreakingTheRingIsReported) {
+TEST_P(RecordStreamSenderTest, AReaderBreakingTheRingIsReported) {
   AppendRecords(0, 100);
   ASSERT_EQ(sender_->Pump(), 0);
   ReadAvailable();
@@ -190,13 +242,57 @@ TEST_F(RecordStreamSenderTest, AReaderBreakingTheRingIsReported) {
   EXPECT_EQ(sender_->Pump(), EPROTO);
 }
 
-TEST_F(RecordStreamSenderTest, WakeupsAreTakenUntilTheReaderHangsUp) {
+TEST_P(RecordStreamSenderTest, WakeupsAreTakenUntilTheReaderHangsUp) {
   ASSERT_EQ(write(reader_.get(), "rr", 2), 2);
   EXPECT_TRUE(sender_->TakeWakeups());
   EXPECT_TRUE(sender_->TakeWakeups()) << "none waiting is fine";
   reader_.Reset();
   EXPECT_FALSE(sender_->TakeWakeups());
 }
+
+// Page mode: records wait in their cpu's page until it is full or the
+// recording ends, and losses are marked on the page after them.
+TEST_F(PageStreamSenderTest, APartlyFilledPageWaitsForTheEndOfTracing) {
+  AppendRecords(0, 10);
+  ASSERT_EQ(sender_->Pump(), 0);
+  ReadAvailable();
+  EXPECT_EQ(Decode(received_).pages, 0) << "ten records do not fill a page";
+  instance_.buffer().NoteLost(5);
+  AppendRecords(10, 10);
+  ASSERT_EQ(sender_->Pump(), 0);
+  EndAndReadAll();
+  Decoded d = Decode(received_);
+  EXPECT_EQ(d.pages, 2) << "the loss starts a page of its own";
+  EXPECT_EQ(d.lost, 5u);
+  ASSERT_EQ(d.seqs.size(), 20u);
+  for (uint64_t i = 0; i < d.seqs.size(); ++i) EXPECT_EQ(d.seqs[i], i);
+}
+
+TEST_F(PageStreamSenderTest, APartlyFilledPageGoesOutOnceItHasWaited) {
+  AppendRecords(0, 10);
+  ASSERT_EQ(sender_->Pump(), 0);
+  usleep(RecordStreamSender::kPageFlushNs / 1000 + 20'000);
+  ASSERT_EQ(sender_->Pump(), 0);
+  ReadAvailable();
+  Decoded d = Decode(received_);
+  EXPECT_EQ(d.pages, 1);
+  EXPECT_EQ(d.seqs.size(), 10u);
+}
+
+TEST_F(PageStreamSenderTest, EachCpuHasItsPagesAndNoneBeyondTheMachine) {
+  AppendRecords(0, 10, 0);
+  AppendRecords(10, 10, 1);
+  AppendRecords(20, 10, 60000);  // a hostile producer's cpu number
+  EndAndReadAll();
+  Decoded d = Decode(received_);
+  EXPECT_EQ(d.seqs.size(), 30u);
+  const auto cpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF));
+  ASSERT_GE(d.page_cpus.size(), 2u);
+  for (uint32_t cpu : d.page_cpus) EXPECT_LT(cpu, cpus);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, RecordStreamSenderTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Pages" : "Records"; });
 
 }  // namespace
 }  // namespace udiag::service

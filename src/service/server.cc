@@ -595,12 +595,12 @@ int Server::OnTreeRmdir(Connection& conn, ipc::Decoder& body) {
 }
 
 int Server::OnRecordStream(Connection& conn, ipc::Decoder& body, uint32_t seq) {
-  ipc::PathRequest req;
+  ipc::RecordStreamRequest req;
   if (!req.Decode(body)) return EPROTO;
   if (!conn.caller.consumer) return EACCES;
   if (conn.record_stream) return EBUSY;  // one stream per connection
   if (!conn.outbox.empty()) return EAGAIN;  // the reply (with its fd) must not overtake queued messages
-  Instance* instance = instances_->Find(req.path);
+  Instance* instance = instances_->Find(req.instance);
   if (!instance) return ENOENT;
   // Records go through a shared ring; the socket carries wake-ups both ways.
   auto ring = ipc::StreamRing::Create();
@@ -617,7 +617,7 @@ int Server::OnRecordStream(Connection& conn, ipc::Decoder& body, uint32_t seq) {
   }
   conn.record_stream = std::make_unique<RecordStreamSender>(std::move(ours), std::move(ring).value(), instance,
                                                             registry_.get(),
-                                                            [this](uint32_t tid) { return TaskComm(tid); });
+                                                            [this](uint32_t tid) { return TaskComm(tid); }, req.pages);
   instance->AddRecordStream();
   instance->buffer().Preallocate();
   return 0;

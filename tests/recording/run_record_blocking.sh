@@ -44,14 +44,16 @@ cat "$T/block.err"
 [ "$("$UDIAG" report "$T/four.dat" | grep -c 'counted: seq=')" = $((4 * N)) ] || fail "four producers: not $((4 * N)) events"
 
 # A recording that stops reading: producers wait at most its timeout, then
-# events are dropped and counted, and the producer finishes.
+# events are dropped and counted, and the producer finishes. Enough events
+# to overflow the stream's 8 MiB ring too, at 20 bytes each in its pages.
+STOPPED_N=1000000
 "$UDIAG" record --block=200 --size 64 -e counted -o "$T/stopped.dat" 2>"$T/stopped.err" & R=$!
 i=0; until [ "$("$UDIAG" ls instances 2>/dev/null)" ] && \
   [ "$("$UDIAG" cat "instances/$("$UDIAG" ls instances)/blocking_timeout_ms" 2>/dev/null)" = 200 ]; do
   i=$((i+1)); [ $i -lt 200 ] || fail "the recording did not set up its instance"; sleep 0.05
 done
 kill -STOP $R
-timeout 120 "$BIN_DIR/counting_producer" $N || fail "the producer did not finish while the recording was stopped"
+timeout 120 "$BIN_DIR/counting_producer" $STOPPED_N || fail "the producer did not finish while the recording was stopped"
 kill -CONT $R
 sleep 0.5
 kill -INT $R; wait $R || { cat "$T/stopped.err"; fail "the stopped recording failed"; }
@@ -59,6 +61,6 @@ cat "$T/stopped.err"
 lost=$(lost_in "$T/stopped.err")
 kept=$(seqs_in "$T/stopped.dat")
 [ "$lost" -gt 0 ] || fail "a stopped recording lost nothing"
-[ $((kept + lost)) = $N ] || fail "kept $kept + lost $lost is not the $N written"
+[ $((kept + lost)) = $STOPPED_N ] || fail "kept $kept + lost $lost is not the $STOPPED_N written"
 echo "record --block: ok"
 cleanup

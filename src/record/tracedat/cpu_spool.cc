@@ -67,8 +67,22 @@ void CpuSpool::AddInGeneral(uint64_t timestamp, uint64_t lost_before, std::span<
 }
 
 void CpuSpool::EndPage() {
+  page_.FinishInto(NextPageSlot());
+  PageWritten();
+}
+
+void CpuSpool::AddPage(std::span<const uint8_t> page) {
+  if (!page_.empty()) EndPage();
+  std::memcpy(NextPageSlot(), page.data(), kPageSize);
+  PageWritten();
+}
+
+uint8_t* CpuSpool::NextPageSlot() {
   if (!block_) block_ = writer_->Acquire();
-  page_.FinishInto(block_ + block_used_);
+  return block_ + block_used_;
+}
+
+void CpuSpool::PageWritten() {
   block_used_ += kPageSize;
   size_ += kPageSize;
   if (block_used_ == BlockWriter::kBlockBytes) {

@@ -42,6 +42,9 @@ class CpuSpool {
     AddInGeneral(timestamp, lost_before, data);
   }
 
+  // Adds a whole page (kPageSize bytes) as it is, after the page being filled.
+  void AddPage(std::span<const uint8_t> page);
+
   // Queues the page being filled and the block holding it.
   void Flush();
 
@@ -62,6 +65,9 @@ class CpuSpool {
   CpuSpool(base::ScopedFd owned, int fd, BlockWriter* writer);
   void AddInGeneral(uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> data);
   void EndPage();
+  // The block space for the next page, then the bookkeeping once it is written.
+  uint8_t* NextPageSlot();
+  void PageWritten();
 
   base::ScopedFd owned_;
   int fd_;

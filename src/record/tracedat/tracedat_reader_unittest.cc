@@ -11,7 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include "record/tracedat/page_encoder.h"
 #include "record/tracedat/test_trace.h"
+#include "record/tracedat/tracedat_layout.h"
 #include "record/tracedat/tracedat_reader.h"
 #include "record/tracedat/tracedat_writer.h"
 
@@ -134,6 +136,44 @@ TEST_F(TraceDatReaderTest, RoundTripOfManyPagesMergesCpusInTimeOrder) {
   }
   for (OwnedRecord& owned : trace.records) owned.record.data = owned.bytes;
   base::ErrorOr<std::unique_ptr<TraceReader>> reader = OpenTraceDatReader(Write("m.dat", trace));
+  ASSERT_TRUE(reader.ok()) << reader.error();
+  ExpectSameTrace(ReadAll(**reader), trace);
+}
+
+// A page-mode recording hands the writer whole pages; they are stored as
+// they are, beside records written one by one for another cpu.
+TEST_F(TraceDatReaderTest, PagesAreStoredAsTheyAreBesideRecords) {
+  SampleTrace trace = tracedat::testing::MakeSampleTrace(1000000000000ull, /*with_loss=*/true);
+  std::string path = dir_ + "/pages.dat";
+  base::ErrorOr<std::unique_ptr<TraceWriter>> writer = OpenTraceDatWriter(path);
+  ASSERT_TRUE(writer.ok());
+  for (const EventType& type : trace.types) (*writer)->AddEventType(type);
+  for (const Task& task : trace.tasks) (*writer)->AddTask(task);
+  // cpu 1's records (the loss among them) go as pages of two records each.
+  tracedat::PageEncoder encoder;
+  std::vector<uint8_t> page(tracedat::kPageSize);
+  int on_page = 0;
+  auto send_page = [&] {
+    encoder.FinishInto(page.data());
+    ASSERT_TRUE((*writer)->WritePage(1, page));
+    on_page = 0;
+  };
+  for (const OwnedRecord& owned : trace.records) {
+    const Record& record = owned.record;
+    if (record.cpu != 1) {
+      (*writer)->Write(record);
+      continue;
+    }
+    if (record.lost_before > 0) {
+      if (!encoder.empty()) send_page();
+      encoder.MarkLostBefore(record.lost_before);
+    }
+    ASSERT_TRUE(encoder.Append(record.timestamp, record.data));
+    if (++on_page == 2) send_page();
+  }
+  if (!encoder.empty()) send_page();
+  ASSERT_EQ((*writer)->Finish(trace.info), 0);
+  base::ErrorOr<std::unique_ptr<TraceReader>> reader = OpenTraceDatReader(path);
   ASSERT_TRUE(reader.ok()) << reader.error();
   ExpectSameTrace(ReadAll(**reader), trace);
 }

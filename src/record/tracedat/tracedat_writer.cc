@@ -83,11 +83,13 @@ class TraceDatWriter : public TraceWriter {
   }
 
   void Write(const Record& record) override {
-    if (error_ != 0) return;
-    if (record.cpu >= cpus_.size()) cpus_.resize(record.cpu + 1);
-    std::unique_ptr<CpuSpool>& spool = cpus_[record.cpu];
-    if (!spool && !CreateSpool(record.cpu, &spool)) return;
-    spool->Add(record.timestamp, record.lost_before, record.data);
+    if (CpuSpool* spool = SpoolOf(record.cpu)) spool->Add(record.timestamp, record.lost_before, record.data);
+  }
+
+  bool WritePage(uint16_t cpu, std::span<const uint8_t> page) override {
+    if (page.size() != tracedat::kPageSize) return false;
+    if (CpuSpool* spool = SpoolOf(cpu)) spool->AddPage(page);
+    return true;
   }
 
   int Finish(const TraceInfo& info) override {
@@ -120,6 +122,15 @@ class TraceDatWriter : public TraceWriter {
   static bool IsReadableRegularFile(int fd) {
     struct stat st {};
     return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (::fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDWR;
+  }
+
+  // The spool of `cpu`, created on first use; null after an error.
+  CpuSpool* SpoolOf(uint16_t cpu) {
+    if (error_ != 0) return nullptr;
+    if (cpu >= cpus_.size()) cpus_.resize(cpu + 1);
+    std::unique_ptr<CpuSpool>& spool = cpus_[cpu];
+    if (!spool && !CreateSpool(cpu, &spool)) return nullptr;
+    return spool.get();
   }
 
   // The first cpu seen spools into the output file itself; the others, and
