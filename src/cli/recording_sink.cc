@@ -44,14 +44,14 @@ void RecordingSink::OnRecord(const record::Record& record) {
 }
 
 bool RecordingSink::OnPage(uint16_t cpu, std::span<const uint8_t> page) {
-  if (record::tracedat::DecodePage(page, sizeof(uint64_t), &decoded_) != 0) return false;
-  if (!writer_->WritePage(cpu, page)) return false;
-  lost_ += decoded_.lost_before;
-  for (const record::tracedat::PageRecord& r : decoded_.records) {
+  uint64_t lost = 0;
+  int err = record::tracedat::ForEachPageRecord(page, sizeof(uint64_t), &lost, [&](const record::tracedat::PageRecord& r) {
     uint16_t type = 0;
     if (r.data.size() >= sizeof(type)) std::memcpy(&type, r.data.data(), sizeof(type));
     Count(type, r.data.size(), cpu);
-  }
+  });
+  if (err != 0 || !writer_->WritePage(cpu, page)) return false;
+  lost_ += lost;
   return true;
 }
 

@@ -51,7 +51,6 @@ class RecordingSink : public consumer::RecordSink {
   uint64_t events_ = 0, bytes_ = 0, lost_ = 0, restamped_ = 0, pending_lost_ = 0;
   uint64_t last_timestamp_ = 0;
   uint16_t max_cpu_ = 0;
-  record::tracedat::DecodedPage decoded_;  // reused for every page
 };
 
 }  // namespace udiag::cli

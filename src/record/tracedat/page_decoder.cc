@@ -17,74 +17,41 @@ std::optional<uint64_t> ReadLong(ByteCursor& cursor, uint32_t long_size) {
   return *value;
 }
 
-std::span<const uint8_t> AsBytes(std::string_view body) {
-  return {reinterpret_cast<const uint8_t*>(body.data()), body.size()};
-}
-
 }  // namespace
 
-int DecodePage(std::span<const uint8_t> page, uint32_t long_size, DecodedPage* out) {
-  out->lost_before = 0;
-  out->records.clear();
+namespace internal {
+
+int ReadPageHeader(std::span<const uint8_t> page, uint32_t long_size, uint64_t* lost_before,
+                   std::span<const uint8_t>* events, uint64_t* timestamp) {
+  *lost_before = 0;
   if (long_size != 4 && long_size != 8) return EINVAL;
   ByteCursor header(page);
-  std::optional<uint64_t> timestamp = header.Get<uint64_t>();
+  std::optional<uint64_t> base = header.Get<uint64_t>();
   std::optional<uint64_t> commit = ReadLong(header, long_size);
-  if (!timestamp || !commit) return EINVAL;
+  if (!base || !commit) return EINVAL;
   uint64_t header_size = header.position();
   uint64_t data_size = *commit & kCommitSizeMask;
   if (data_size > page.size() - header_size) return EINVAL;
-
-  std::span<const uint8_t> data = page.subspan(header_size, data_size);
   if (*commit & kCommitMissedEvents) {
-    out->lost_before = 1;
+    *lost_before = 1;
     if (*commit & kCommitMissedStored) {
       ByteCursor after(page.subspan(header_size + data_size));
       std::optional<uint64_t> count = ReadLong(after, long_size);
       if (!count) return EINVAL;
-      out->lost_before = *count;
+      *lost_before = *count;
     }
   }
-
-  ByteCursor events(data);
-  uint64_t now = *timestamp;
-  while (events.position() < data.size()) {
-    std::optional<uint32_t> event_header = events.Get<uint32_t>();
-    if (!event_header) return EINVAL;
-    uint32_t type_len = *event_header & ((1u << kTypeLenBits) - 1);
-    uint32_t delta = *event_header >> kTypeLenBits;
-    if (type_len >= 1 && type_len <= kMaxSmallTypeLen) {
-      std::optional<std::string_view> body = events.GetBytes(type_len * 4);
-      if (!body) return EINVAL;
-      now += delta;
-      out->records.push_back({now, AsBytes(*body)});
-      continue;
-    }
-    if (type_len == kTypePadding && delta == 0) break;  // the rest of the page is unused
-    std::optional<uint32_t> array = events.Get<uint32_t>();
-    if (!array) return EINVAL;
-    switch (type_len) {
-      case 0: {
-        if (*array < 4) return EINVAL;
-        std::optional<std::string_view> body = events.GetBytes(*array - 4);
-        if (!body) return EINVAL;
-        now += delta;
-        out->records.push_back({now, AsBytes(*body)});
-        break;
-      }
-      case kTypePadding:  // a discarded event; its delta counts, as in kbuffer
-        if (*array < 4 || !events.GetBytes(*array - 4)) return EINVAL;
-        now += delta;
-        break;
-      case kTypeTimeExtend:
-        now += (static_cast<uint64_t>(*array) << kTimeDeltaBits) + delta;
-        break;
-      case kTypeTimeStamp:
-        now = (static_cast<uint64_t>(*array) << kTimeDeltaBits) | delta;
-        break;
-    }
-  }
+  *events = page.subspan(header_size, data_size);
+  *timestamp = *base;
   return 0;
+}
+
+}  // namespace internal
+
+int DecodePage(std::span<const uint8_t> page, uint32_t long_size, DecodedPage* out) {
+  out->records.clear();
+  return ForEachPageRecord(page, long_size, &out->lost_before,
+                           [&](const PageRecord& record) { out->records.push_back(record); });
 }
 
 }  // namespace udiag::record::tracedat
