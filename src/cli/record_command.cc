@@ -12,6 +12,7 @@
 #include <string_view>
 #include <thread>
 
+#include "base/errno_name.h"
 #include "cli/cli_support.h"
 #include "cli/recording_sink.h"
 #include "cli/termination_signals.h"
@@ -218,8 +219,12 @@ int Record(const RecordOptions& options) {
   if (!err) err = session.control->Write(session.path + "/tracing_on", "0", false);
   if (!err && !stream) err = open_stream() ? EIO : 0;
   if (!err) err = DrainRest(*stream, sink);
-  if (waiter.joinable()) waiter.join();
-  if (err) return Fail("recording", err);
+  if (err) {
+    // The daemon went away (or the stream broke): what arrived is still
+    // written out as a whole file; what the daemon held is gone, uncounted.
+    fmt::print(stderr, "udiag record: the recording ended early: {}; keeping the {} events received\n",
+               base::DescribeErrno(err), sink.events());
+  }
 
   record::TraceInfo info;
   info.cpus = std::max<uint32_t>(sink.cpus(), static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF)));
@@ -227,7 +232,10 @@ int Record(const RecordOptions& options) {
   gethostname(host, sizeof host - 1);
   info.hostname = host;
   info.lost_at_end = sink.trailing_lost();
-  if (int finish = (*writer)->Finish(info)) return Fail(options.output, finish);
+  int finish = (*writer)->Finish(info);
+  // The command keeps running after an early end; its exit still ends us.
+  if (waiter.joinable()) waiter.join();
+  if (finish) return Fail(options.output, finish);
 
   double secs = Seconds(Clock::now() - started);
   fmt::print(stderr, "udiag record: {} events ({:.1f} MB) in {:.1f} s, {} lost -> {} ({})\n", sink.events(),
@@ -238,7 +246,7 @@ int Record(const RecordOptions& options) {
                sink.restamped());
   }
   fmt::print(stderr, "{}", sink.Summary());
-  return status;
+  return err ? kExitFailure : status;
 }
 
 }  // namespace udiag::cli

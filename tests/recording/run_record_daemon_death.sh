@@ -1,0 +1,40 @@
+#!/bin/sh
+# A recording whose daemon is killed mid-stream keeps what it received: the
+# recorder says so, exits non-zero, and leaves a whole trace.dat that
+# trace-cmd and `udiag report` open, in page mode and with CTF's records.
+# Usage: run_record_daemon_death.sh BIN_DIR
+BIN_DIR="$1"
+UDIAG="$BIN_DIR/udiag"
+T=$(mktemp -d)
+cleanup() { kill -9 $DAEMON $P 2>/dev/null; wait 2>/dev/null; rm -rf "$T"; }
+fail() { echo "FAIL: $*"; cleanup; exit 1; }
+export UDIAG_DIR="$T/d"
+
+for format in dat ctf; do
+  "$BIN_DIR/udiagd" --dir "$T/d" & DAEMON=$!
+  i=0; while [ ! -S "$T/d/control.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+  "$UDIAG" record -e counted --format $format -o "$T/x.$format" 2>"$T/$format.err" & R=$!
+  i=0; until [ "$("$UDIAG" ls instances 2>/dev/null)" ]; do
+    i=$((i+1)); [ $i -lt 200 ] || fail "the recording did not set up its instance"; sleep 0.05
+  done
+  # A producer that keeps writing, paced so that its events reach the file.
+  "$BIN_DIR/counting_producer" 100000000 2000 2>/dev/null & P=$!
+  i=0; until [ -s "$T/x.$format" ] || [ $i -ge 100 ]; do i=$((i+1)); sleep 0.05; done
+  sleep 0.5
+  kill -9 $DAEMON
+  wait $R; status=$?
+  kill $P 2>/dev/null; wait $P 2>/dev/null
+  rm -rf "$T/d"
+  cat "$T/$format.err"
+  [ $status -ne 0 ] || fail "$format: the recording exited 0 though its daemon died"
+  grep -q "the recording ended early" "$T/$format.err" || fail "$format: no message says the recording ended early"
+  kept=$("$UDIAG" report "$T/x.$format" 2>"$T/report.err" | grep -c 'counted: seq=')
+  [ "$kept" -gt 0 ] || { cat "$T/report.err"; fail "$format: udiag report found no event in what was kept"; }
+  if [ $format = dat ]; then
+    got=$(trace-cmd report "$T/x.dat" 2>&1 | grep -c 'counted:')
+    [ "$got" = "$kept" ] || fail "trace-cmd report shows $got events, udiag report $kept"
+  fi
+  echo "$format: $kept events kept after the daemon died"
+done
+echo "record after daemon death: ok"
+cleanup
