@@ -17,16 +17,12 @@ void RecordingSink::OnEventType(const record::EventType& type) {
 
 void RecordingSink::OnTask(const record::Task& task) { writer_->AddTask(task); }
 
-void RecordingSink::Count(uint32_t event_id, size_t bytes, uint16_t cpu) {
-  ++events_;
-  bytes_ += bytes;
-  max_cpu_ = std::max(max_cpu_, cpu);
-  if (event_id < by_id_.size()) ++by_id_[event_id].count;
-}
-
 void RecordingSink::OnRecord(const record::Record& record) {
-  Count(record.event_id, record.data.size(), record.cpu);
+  ++events_;
+  bytes_ += record.data.size();
   lost_ += record.lost_before;
+  max_cpu_ = std::max(max_cpu_, record.cpu);
+  if (record.event_id < by_id_.size()) ++by_id_[record.event_id].count;
   if (record.timestamp >= last_timestamp_ && pending_lost_ == 0) {
     last_timestamp_ = record.timestamp;
     writer_->Write(record);
@@ -44,14 +40,30 @@ void RecordingSink::OnRecord(const record::Record& record) {
 }
 
 bool RecordingSink::OnPage(uint16_t cpu, std::span<const uint8_t> page) {
-  uint64_t lost = 0;
+  // A page is mostly one event after another: counted per run of one type.
+  uint64_t lost = 0, bytes = 0, events = 0, run = 0;
+  uint16_t run_type = 0;
+  auto end_run = [&] {
+    if (run_type < by_id_.size()) by_id_[run_type].count += run;
+    events += run;
+    run = 0;
+  };
   int err = record::tracedat::ForEachPageRecord(page, sizeof(uint64_t), &lost, [&](const record::tracedat::PageRecord& r) {
     uint16_t type = 0;
     if (r.data.size() >= sizeof(type)) std::memcpy(&type, r.data.data(), sizeof(type));
-    Count(type, r.data.size(), cpu);
+    if (type != run_type) {
+      end_run();
+      run_type = type;
+    }
+    ++run;
+    bytes += r.data.size();
   });
+  end_run();
   if (err != 0 || !writer_->WritePage(cpu, page)) return false;
+  events_ += events;
+  bytes_ += bytes;
   lost_ += lost;
+  max_cpu_ = std::max(max_cpu_, cpu);
   return true;
 }
 

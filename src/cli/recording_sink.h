@@ -39,8 +39,6 @@ class RecordingSink : public consumer::RecordSink {
   std::string Summary() const;
 
  private:
-  void Count(uint32_t event_id, size_t bytes, uint16_t cpu);
-
   struct Counted {
     std::string name;
     uint64_t count = 0;

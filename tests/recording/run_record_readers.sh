@@ -14,6 +14,7 @@ fail() { echo "FAIL: $*"; rm -rf "$T"; exit 1; }
 "$UDIAG" record -o "$T/t.dat" -- "$BIN_DIR/example_cpp" 4 2>"$T/err" || { cat "$T/err"; fail "record to trace.dat"; }
 cat "$T/err"
 grep -q 'user_events:http_request  *4$' "$T/err" || fail "the summary does not count 4 http_request"
+grep -q 'user_events:packet  *4$' "$T/err" || fail "the summary does not count 4 packet (they alternate with http_request on a page)"
 grep -q ' 0 lost' "$T/err" || fail "the summary reports losses"
 trace-cmd report "$T/t.dat" >"$T/report" 2>&1 || { cat "$T/report"; fail "trace-cmd report failed"; }
 cat "$T/report"
