@@ -21,6 +21,7 @@
 #include "base/errno_name.h"
 #include "base/tsc.h"
 #include "schema/event_description.h"
+#include "service/kernel_event_ids.h"
 #include "service/trace_text.h"
 #include "udiag/udiag.h"
 
@@ -134,6 +135,7 @@ int Server::Init() {
   if (!page.ok()) return page.error();
   status_page_ = std::make_unique<StatusPage>(std::move(page).value());
   registry_ = std::make_unique<EventRegistry>(status_page_.get(), this);
+  if (std::string tracefs = RealTracefsRoot(); !tracefs.empty()) registry_->ReserveIds(TracepointIdsUnder(tracefs));
   instances_ = std::make_unique<InstanceSet>(registry_.get());
   tree_ = std::make_unique<TracefsTree>(registry_.get(), instances_.get(),
                                         [this](uint32_t tid) { return CommOf(tid); });
@@ -534,9 +536,21 @@ void Server::OnAck(Connection& conn, ipc::Decoder& body) {
   ResolveDeferred(false);
 }
 
+// Read-after-write, as with the kernel's synchronous writes: a read that
+// starts after a producer's write returned sees its event, so the rings are
+// drained first (records already published are all there is to take).
+// Not for a record stream's own connection: the drain may close broken
+// streams' connections, and `conn` must outlive the request.
+void Server::DrainBeforeRead(const Connection& conn) {
+  if (conn.record_stream) return;
+  tsc_clock_.Sample();
+  DrainRings();
+}
+
 int Server::OnTreeRead(Connection& conn, ipc::Decoder& body, uint32_t seq) {
   ipc::PathRequest req;
   if (!req.Decode(body)) return EPROTO;
+  DrainBeforeRead(conn);
   auto text = tree_->Read(req.path, conn.caller);
   if (!text.ok()) return text.error();
   SendChunked(conn, seq, *text);
@@ -561,6 +575,7 @@ int Server::OnTreePipe(Connection& conn, ipc::Decoder& body, uint32_t seq) {
   if (!req.Decode(body)) return EPROTO;
   auto instance = tree_->PipeInstance(req.path, conn.caller);
   if (!instance.ok()) return instance.error();
+  DrainBeforeRead(conn);
   if (conn.pipe_instance) conn.pipe_instance->RemoveReader();
   conn.pipe_instance = *instance;
   conn.pipe_instance->AddReader();

@@ -178,6 +178,7 @@ class Server : public EventRegistry::Observer {
     size_t records = 0;  // read, kept or rejected
     uint64_t bytes = 0;  // of ring consumed
   };
+  void DrainBeforeRead(const Connection& conn);
   DrainTotals DrainRings();
   size_t DrainRing(RingSource& src, size_t max_records, size_t* delivered_now);
   void UpdateHoldBack();
