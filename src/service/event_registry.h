@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error_or.h"
+#include "ipc/protocol.h"
 #include "schema/event_description.h"
 #include "schema/loc_check.h"
 
@@ -33,6 +34,7 @@ struct Event {
   std::vector<schema::LocCheck> locs;
   uint8_t status = 0;
   int refs = 0;
+  int perf_refs = 0;  // perf_event fds open on it (kStatusPerf while > 0)
   uint64_t created_seq = 0;  // creation order, for dynamic_events
 
   const std::string& reg_name() const { return desc.name; }
@@ -43,9 +45,9 @@ class EventRegistry {
  public:
   // The kernel numbers its trace events upward from a few dozen (a few
   // thousand on a large config); udiag's ids are the upper half of ftrace's
-  // 16-bit common_type, 32768..65535, minus any the kernel uses (ReserveIds).
-  inline static constexpr uint32_t kFirstId = 32768;
-  inline static constexpr uint32_t kDefaultMaxEvents = 65536 - kFirstId;
+  // 16-bit common_type, minus any the kernel uses (ReserveIds).
+  inline static constexpr uint32_t kFirstId = ipc::kFirstEventId;
+  inline static constexpr uint32_t kDefaultMaxEvents = ipc::kLastEventId + 1 - kFirstId;
 
   class Observer {
    public:

@@ -330,6 +330,8 @@ void Server::HandleMessage(Connection& conn, const std::vector<uint8_t>& bytes,
     case MsgType::kAddRing: err = OnAddRing(conn, fds); break;
     case MsgType::kInheritEnablers: err = OnInheritEnablers(conn, body, header.seq); replied = err == 0; break;
     case MsgType::kAck: OnAck(conn, body); replied = true; break;
+    case MsgType::kPerfAttach: err = OnPerfAttach(conn, body, true); break;
+    case MsgType::kPerfDetach: err = OnPerfAttach(conn, body, false); break;
     case MsgType::kTreeRead: err = OnTreeRead(conn, body, header.seq); replied = err == 0; break;
     case MsgType::kTreeList: err = OnTreeList(conn, body, header.seq); replied = err == 0; break;
     case MsgType::kTreePipe: err = OnTreePipe(conn, body, header.seq); replied = err == 0; break;
@@ -545,6 +547,33 @@ void Server::DrainBeforeRead(const Connection& conn) {
   if (conn.record_stream) return;
   tsc_clock_.Sample();
   DrainRings();
+}
+
+// The preload's perf_event fds: like the kernel's perf probe, an open fd
+// marks the event used by perf (status bit, enable bits) and keeps it from
+// being deleted until it is closed. The reply waits for the enable bits.
+int Server::OnPerfAttach(Connection& conn, ipc::Decoder& body, bool attach) {
+  ipc::PerfAttachRequest req;
+  if (!req.Decode(body)) return EPROTO;
+  Event* event = registry_->FindById(req.event_id);
+  if (!event) return ENOENT;
+  if (attach) {
+    registry_->Get(event);
+    conn.perf_events.push_back(event);
+    SetPerfRefs(event, +1);
+    return 0;
+  }
+  auto it = std::find(conn.perf_events.begin(), conn.perf_events.end(), event);
+  if (it == conn.perf_events.end()) return ENOENT;
+  conn.perf_events.erase(it);
+  SetPerfRefs(event, -1);
+  registry_->Put(event);
+  return 0;
+}
+
+void Server::SetPerfRefs(Event* event, int delta) {
+  event->perf_refs += delta;
+  registry_->SetStatusBits(event, kStatusPerf, event->perf_refs > 0);
 }
 
 int Server::OnTreeRead(Connection& conn, ipc::Decoder& body, uint32_t seq) {
@@ -764,6 +793,10 @@ void Server::CloseConnection(uint64_t conn_id) {
   // Exit, exec or a crash: the process's enablers die with it. Its rings
   // stay until drained, so everything it committed is still delivered.
   for (const Enabler& en : conn->enablers) registry_->Put(en.event);
+  for (Event* event : conn->perf_events) {
+    SetPerfRefs(event, -1);
+    registry_->Put(event);
+  }
   if (conn->pipe_instance) conn->pipe_instance->RemoveReader();
   if (conn->record_stream) EndRecordStream(*conn);
   ReleaseAutoEnables(*conn);
