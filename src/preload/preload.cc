@@ -3,8 +3,10 @@
 // tracefs location become udiag_open(); ioctl/write/writev/pwrite/close and
 // the dup family on those descriptors go to the library. The historic ABIs
 // work too: mmap of .../user_events_status (5.18-6.3) and the RFC's
-// /dev/udiag. Everything else passes straight through: the check for an
-// unrelated descriptor is one load from a static table. See docs/dropin.md.
+// /dev/udiag. perf_event_open on udiag's ids is emulated (perf_event.h);
+// tracefs mounts over udiag run's view keep the view. Everything else passes
+// straight through: the check for an unrelated descriptor is one load from a
+// static table. See docs/dropin.md.
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
