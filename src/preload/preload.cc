@@ -97,6 +97,9 @@ Real<int (*)(const char*, struct stat*)> real_stat{"stat"};
 Real<int (*)(const char*, struct stat64*)> real_stat64{"stat64"};
 Real<int (*)(int, const char*, struct stat*, int)> real_fstatat{"fstatat"};
 Real<int (*)(int, const char*, struct stat64*, int)> real_fstatat64{"fstatat64"};
+Real<int (*)(const char*, struct stat*)> real_lstat{"lstat"};
+Real<int (*)(const char*, struct stat64*)> real_lstat64{"lstat64"};
+Real<int (*)(int, const char*, int, unsigned, struct statx*)> real_statx{"statx"};
 Real<int (*)(const char*, int)> real_access{"access"};
 Real<int (*)(int, const char*, int, int)> real_faccessat{"faccessat"};
 
@@ -470,6 +473,16 @@ template <typename Stat>
   return 0;
 }
 
+[[gnu::cold, gnu::noinline]] int StatxMissing(int dirfd, const char* path, struct statx* st, int result) {
+  if (result == 0 || errno != ENOENT || Classify(dirfd, path) != Special::kDataFile) return result;
+  memset(st, 0, sizeof(*st));
+  st->stx_mask = STATX_TYPE | STATX_MODE | STATX_NLINK | STATX_UID | STATX_GID | STATX_SIZE;
+  st->stx_mode = S_IFREG | 0666;
+  st->stx_nlink = 1;
+  st->stx_blksize = 4096;
+  return 0;
+}
+
 [[gnu::cold, gnu::noinline]] int AccessMissing(int dirfd, const char* path, int result) {
   if (result == 0 || errno != ENOENT || Classify(dirfd, path) != Special::kDataFile) return result;
   return 0;
@@ -720,6 +733,15 @@ EXPORT int fstatat(int dirfd, const char* path, struct stat* st, int flags) {
 }
 EXPORT int fstatat64(int dirfd, const char* path, struct stat64* st, int flags) {
   return StatMissing(dirfd, path, st, real_fstatat64.get()(dirfd, path, st, flags));
+}
+EXPORT int lstat(const char* path, struct stat* st) {
+  return StatMissing(AT_FDCWD, path, st, real_lstat.get()(path, st));
+}
+EXPORT int lstat64(const char* path, struct stat64* st) {
+  return StatMissing(AT_FDCWD, path, st, real_lstat64.get()(path, st));
+}
+EXPORT int statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* st) {
+  return StatxMissing(dirfd, path, st, real_statx.get()(dirfd, path, flags, mask, st));
 }
 EXPORT int access(const char* path, int mode) {
   return AccessMissing(AT_FDCWD, path, real_access.get()(path, mode));
