@@ -23,11 +23,12 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "register_event.h"
 
 #define TRACING "/sys/kernel/tracing/"
 #define EVENT_DIR TRACING "events/user_events/perf_probe/"
 
-static int check_word;
+static volatile int check_word;
 
 static long perf_open(struct perf_event_attr *attr)
 {
@@ -87,15 +88,9 @@ static size_t record_at(const struct ring *r, uint64_t pos, uint8_t *out)
 int main(void)
 {
 	long page_size = sysconf(_SC_PAGESIZE);
-	struct user_reg reg = {0};
 	int data_fd = open(TRACING "user_events_data", O_RDWR);
 	CHECK(data_fd >= 0);
-	reg.size = sizeof(reg);
-	reg.name_args = (uint64_t)(uintptr_t)"perf_probe u32 a; u32 b";
-	reg.enable_bit = 7;
-	reg.enable_size = sizeof(check_word);
-	reg.enable_addr = (uint64_t)(uintptr_t)&check_word;
-	CHECK(ioctl(data_fd, DIAG_IOCSREG, &reg) == 0);
+	uint32_t index = register_event(data_fd, "perf_probe u32 a; u32 b", 7, &check_word);
 	CHECK(check_word == 0);
 
 	/* Ids stay clear of the kernel's and fit common_type. */
@@ -133,7 +128,7 @@ int main(void)
 	CHECK(mmap(NULL, page_size * 4, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED && errno == EINVAL);
 
 	/* Disabled: nothing counted, nothing sampled. */
-	emit(data_fd, reg.write_index, 1, 1);
+	emit(data_fd, index, 1, 1);
 	uint64_t values[3];
 	CHECK(read(fd, values, sizeof(values)) == 24);
 	CHECK(values[0] == 0 && values[2] == perf_id);
@@ -144,7 +139,7 @@ int main(void)
 	CHECK(ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) == 0);
 	uint64_t before = monotonic_ns();
 	for (uint32_t i = 0; i < 3; i++)
-		emit(data_fd, reg.write_index, 100 + i, 0xc0de0000 + i);
+		emit(data_fd, index, 100 + i, 0xc0de0000 + i);
 	uint64_t after = monotonic_ns();
 	CHECK(read(fd, values, sizeof(values)) == 24);
 	CHECK(values[0] == 3 && values[1] > 0);
@@ -192,7 +187,7 @@ int main(void)
 
 	/* Disable stops counting; reset zeroes the count. */
 	CHECK(ioctl(fd, PERF_EVENT_IOC_DISABLE, 0) == 0);
-	emit(data_fd, reg.write_index, 9, 9);
+	emit(data_fd, index, 9, 9);
 	CHECK(read(fd, values, sizeof(values)) == 24 && values[0] == 3);
 	CHECK(ioctl(fd, PERF_EVENT_IOC_RESET, 0) == 0);
 	CHECK(read(fd, values, sizeof(values)) == 24 && values[0] == 0);
@@ -203,13 +198,13 @@ int main(void)
 	CHECK(ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) == 0);
 	uint32_t written = 0;
 	while (__atomic_load_n(&r.page->data_head, __ATOMIC_ACQUIRE) - pos + 64 <= r.size)
-		emit(data_fd, reg.write_index, written++, 0);
+		emit(data_fd, index, written++, 0);
 	for (uint32_t i = 0; i < 10; i++)
-		emit(data_fd, reg.write_index, written++, 0);
+		emit(data_fd, index, written++, 0);
 	__atomic_store_n(&r.page->data_tail, __atomic_load_n(&r.page->data_head, __ATOMIC_ACQUIRE),
 			 __ATOMIC_RELEASE);
 	pos = r.page->data_tail;
-	emit(data_fd, reg.write_index, 777, 0);
+	emit(data_fd, index, 777, 0);
 	uint8_t rec[256];
 	size_t n = record_at(&r, pos, rec);
 	struct perf_event_header *h = (void *)rec;
@@ -239,7 +234,7 @@ int main(void)
 	r.page = mmap(NULL, page_size * 2, PROT_READ, MAP_SHARED, fd, 0);
 	CHECK(r.page != MAP_FAILED);
 	for (uint32_t i = 0; i < 1000; i++)
-		emit(data_fd, reg.write_index, i, 0);
+		emit(data_fd, index, i, 0);
 	CHECK(r.page->data_head == 1000 * 32);
 	CHECK(close(fd) == 0);
 

@@ -25,11 +25,12 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "register_event.h"
 
 #define TRACING "/sys/kernel/tracing/"
 #define ENABLE TRACING "events/user_events/conformance_probe/enable"
 
-static int check_word;
+static volatile int check_word;
 
 static int in_directory(const char *dir, const char *name)
 {
@@ -140,16 +141,10 @@ int main(void)
 
 	int data_fd = open(TRACING "user_events_data", O_RDWR);
 	CHECK(data_fd >= 0);
-	struct user_reg reg = {0};
-	reg.size = sizeof(reg);
-	reg.name_args = (uint64_t)(uintptr_t)"conformance_probe u32 value";
-	reg.enable_bit = 0;
-	reg.enable_size = sizeof(check_word);
-	reg.enable_addr = (uint64_t)(uintptr_t)&check_word;
-	CHECK(ioctl(data_fd, DIAG_IOCSREG, &reg) == 0);
+	uint32_t index = register_event(data_fd, "conformance_probe u32 value", 0, &check_word);
 
 	numbers_as_the_kernel();
-	read_after_write(data_fd, reg.write_index);
+	read_after_write(data_fd, index);
 	close(data_fd);
 	printf("tracefs_conformance: ok\n");
 	return 0;
