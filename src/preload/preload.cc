@@ -89,6 +89,7 @@ Real<void* (*)(void*, size_t, int, int, int, off_t)> real_mmap{"mmap"};
 Real<void* (*)(void*, size_t, int, int, int, off64_t)> real_mmap64{"mmap64"};
 Real<int (*)(void*, size_t)> real_munmap{"munmap"};
 Real<ssize_t (*)(int, void*, size_t)> real_read{"read"};
+Real<ssize_t (*)(int, void*, size_t, size_t)> real___read_chk{"__read_chk"};
 Real<long (*)(long, ...)> real_syscall{"syscall"};
 Real<int (*)(const char*, const char*, const char*, unsigned long, const void*)> real_mount{"mount"};
 Real<int (*)(const char*)> real_umount{"umount"};
@@ -701,6 +702,12 @@ EXPORT long syscall(long number, ...) {
 EXPORT ssize_t read(int fd, void* buf, size_t count) {
   if (__builtin_expect(State(fd) == kPerf, 0)) return udiag::preload::PerfRead(fd, buf, count);
   return real_read.get()(fd, buf, count);
+}
+
+// The fortified read (_FORTIFY_SOURCE with a known buffer size).
+EXPORT ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen) {
+  if (__builtin_expect(State(fd) == kPerf, 0) && count <= buflen) return udiag::preload::PerfRead(fd, buf, count);
+  return real___read_chk.get()(fd, buf, count, buflen);
 }
 
 // ---- mount/umount of tracefs over the view -------------------------------------
