@@ -49,6 +49,10 @@ constexpr uint64_t kAckTimeoutNs = 1'000'000'000;
 constexpr size_t kMaxOutboxBytes = 64 << 20;
 constexpr size_t kMaxRingsPerProcess = 4096;
 constexpr size_t kChunkBytes = base::kMaxMessageBytes - sizeof(ipc::MessageHeader) - 64;
+// perf_event fds one process may hold open on udiag's events (the kernel's
+// limit is the fd limit; this bounds what a hostile producer makes us keep).
+constexpr size_t kMaxPerfEventsPerConnection = 65536;
+
 // Drain rounds: records per ring, bytes held, rounds per loop turn.
 constexpr size_t kRoundRecords = 4096;
 constexpr size_t kRoundBytes = 4 << 20;
@@ -558,6 +562,7 @@ int Server::OnPerfAttach(Connection& conn, ipc::Decoder& body, bool attach) {
   Event* event = registry_->FindById(req.event_id);
   if (!event) return ENOENT;
   if (attach) {
+    if (conn.perf_events.size() >= kMaxPerfEventsPerConnection) return EMFILE;
     registry_->Get(event);
     conn.perf_events.push_back(event);
     SetPerfRefs(event, +1);
