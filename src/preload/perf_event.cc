@@ -247,6 +247,12 @@ void Sample(PerfEvent& e, const Writer& w, const uint8_t* payload, size_t len) {
     Put(e, lost);
     e.lost = 0;
   }
+  // The reader caught up since the last wake-up: poll() blocks again until
+  // the next one is due (an eventfd cannot tell when the ring is read).
+  if (!e.overwrite && Header(e)->data_tail == Header(e)->data_head) {
+    eventfd_t stale;
+    eventfd_read(e.fd, &stale);
+  }
   std::vector<uint8_t> sample = SampleRecord(e, w, payload, len);
   if (!HasRoom(e, sample.size())) {
     ++e.lost;

@@ -185,6 +185,7 @@ int main(void)
 	CHECK(pos == head);
 	__atomic_store_n(&r.page->data_tail, pos, __ATOMIC_RELEASE);
 
+
 	/* Disable stops counting; reset zeroes the count. */
 	CHECK(ioctl(fd, PERF_EVENT_IOC_DISABLE, 0) == 0);
 	emit(data_fd, index, 9, 9);
@@ -236,6 +237,25 @@ int main(void)
 	for (uint32_t i = 0; i < 1000; i++)
 		emit(data_fd, index, i, 0);
 	CHECK(r.page->data_head == 1000 * 32);
+	CHECK(close(fd) == 0);
+
+	/* wakeup_events 2: poll() is ready after two samples, and a reader that
+	 * emptied the ring waits for two more. */
+	attr.wakeup_events = 2;
+	fd = perf_open(&attr);
+	CHECK(fd >= 0);
+	r.page = mmap(NULL, page_size * 2, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(r.page != MAP_FAILED);
+	struct pollfd wait_fd = {fd, POLLIN, 0};
+	emit(data_fd, index, 1, 0);
+	CHECK(poll(&wait_fd, 1, 0) == 0);
+	emit(data_fd, index, 2, 0);
+	CHECK(poll(&wait_fd, 1, 0) == 1);
+	__atomic_store_n(&r.page->data_tail, r.page->data_head, __ATOMIC_RELEASE);
+	emit(data_fd, index, 3, 0);
+	CHECK(poll(&wait_fd, 1, 0) == 0);
+	emit(data_fd, index, 4, 0);
+	CHECK(poll(&wait_fd, 1, 0) == 1);
 	CHECK(close(fd) == 0);
 
 	/* An id the daemon does not know is passed to the kernel, which has no
