@@ -7,6 +7,7 @@
 #include "cli/cli_support.h"
 #include "cli/record_command.h"
 #include "schema/field_values.h"
+#include "schema/timestamp_text.h"
 
 namespace udiag::cli {
 namespace {
@@ -43,8 +44,9 @@ std::string JsonString(std::string_view text) {
 
 // "            comm-tid   [cpu] secs.usecs: name: fields", as trace-cmd report.
 std::string TextLine(const ReportIndex& index, const record::Record& r) {
+  schema::SecondsMicros t = schema::RoundToMicros(r.timestamp);
   std::string head = fmt::format("{:>16}-{:<7} [{:03}] {}.{:06}: ", index.Comm(r.tid), r.tid, r.cpu,
-                                 r.timestamp / 1000000000, r.timestamp % 1000000000 / 1000);
+                                 t.seconds, t.micros);
   auto it = index.types.find(r.event_id);
   if (it == index.types.end()) return head + fmt::format("[UNKNOWN TYPE {}]\n", r.event_id);
   const record::EventType& type = *it->second;

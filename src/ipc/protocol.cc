@@ -81,6 +81,12 @@ bool UnregisterRequest::Decode(Decoder& d) {
   return d.ok();
 }
 
+void PerfAttachRequest::Encode(Encoder& e) const { e.Put(event_id); }
+bool PerfAttachRequest::Decode(Decoder& d) {
+  event_id = d.Get<uint32_t>();
+  return d.ok();
+}
+
 void NameRequest::Encode(Encoder& e) const { e.PutBytes(name); }
 bool NameRequest::Decode(Decoder& d) {
   name = d.GetBytes();

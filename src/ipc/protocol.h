@@ -32,6 +32,8 @@ enum class MsgType : uint32_t {
   kInheritEnablers,    // sent by a forked child
   kAck,                // acknowledges a SetStatus notice
   kClaimDataFile,      // fd: data file inherited across fork; its events become writable
+  kPerfAttach,         // a perf_event fd on an event opened (the preload): sets the perf status bit
+  kPerfDetach,         // ...and closed
   // Consumer -> daemon.
   kTreeRead = 30,      // reply preceded by kData chunks
   kTreeWrite,
@@ -46,6 +48,12 @@ enum class MsgType : uint32_t {
   kData,
   kSetStatus,
 };
+
+// udiag's event ids: the upper half of ftrace's 16-bit common_type, above
+// the ids the kernel gives its own trace events (the daemon also skips any
+// the running kernel uses). The preload tells its perf opens apart by them.
+inline constexpr uint32_t kFirstEventId = 32768;
+inline constexpr uint32_t kLastEventId = 65535;
 
 enum class Role : uint32_t { kProducer = 1, kConsumer = 2 };
 
@@ -110,6 +118,12 @@ struct RegisterReply {
 struct UnregisterRequest {
   uint64_t addr = 0;
   uint8_t bit = 0;
+  void Encode(Encoder& e) const;
+  bool Decode(Decoder& d);
+};
+
+struct PerfAttachRequest {  // kPerfAttach, kPerfDetach
+  uint32_t event_id = 0;
   void Encode(Encoder& e) const;
   bool Decode(Decoder& d);
 };

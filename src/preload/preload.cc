@@ -3,18 +3,25 @@
 // tracefs location become udiag_open(); ioctl/write/writev/pwrite/close and
 // the dup family on those descriptors go to the library. The historic ABIs
 // work too: mmap of .../user_events_status (5.18-6.3) and the RFC's
-// /dev/udiag. Everything else passes straight through: the check for an
-// unrelated descriptor is one load from a static table. See docs/dropin.md.
+// /dev/udiag. perf_event_open on udiag's ids is emulated (perf_event.h);
+// tracefs mounts over udiag run's view keep the view. Everything else passes
+// straight through: the check for an unrelated descriptor is one load from a
+// static table. See docs/dropin.md.
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdarg>
@@ -29,6 +36,7 @@
 #include "ipc/protocol.h"
 #include "producer/client.h"
 #include "producer/data_files.h"
+#include "preload/perf_event.h"
 #include "producer/legacy_abi.h"
 #include "udiag/udiag.h"
 
@@ -80,6 +88,21 @@ Real<void (*)(int)> real_closefrom{"closefrom"};
 Real<void* (*)(void*, size_t, int, int, int, off_t)> real_mmap{"mmap"};
 Real<void* (*)(void*, size_t, int, int, int, off64_t)> real_mmap64{"mmap64"};
 Real<int (*)(void*, size_t)> real_munmap{"munmap"};
+Real<ssize_t (*)(int, void*, size_t)> real_read{"read"};
+Real<ssize_t (*)(int, void*, size_t, size_t)> real___read_chk{"__read_chk"};
+Real<long (*)(long, ...)> real_syscall{"syscall"};
+Real<int (*)(const char*, const char*, const char*, unsigned long, const void*)> real_mount{"mount"};
+Real<int (*)(const char*)> real_umount{"umount"};
+Real<int (*)(const char*, int)> real_umount2{"umount2"};
+Real<int (*)(const char*, struct stat*)> real_stat{"stat"};
+Real<int (*)(const char*, struct stat64*)> real_stat64{"stat64"};
+Real<int (*)(int, const char*, struct stat*, int)> real_fstatat{"fstatat"};
+Real<int (*)(int, const char*, struct stat64*, int)> real_fstatat64{"fstatat64"};
+Real<int (*)(const char*, struct stat*)> real_lstat{"lstat"};
+Real<int (*)(const char*, struct stat64*)> real_lstat64{"lstat64"};
+Real<int (*)(int, const char*, int, unsigned, struct statx*)> real_statx{"statx"};
+Real<int (*)(const char*, int)> real_access{"access"};
+Real<int (*)(int, const char*, int, int)> real_faccessat{"faccessat"};
 
 // ---- Which descriptors are data files --------------------------------------
 
@@ -89,6 +112,7 @@ enum : uint8_t {
   kCandidate = 2,  // an inherited AF_UNIX seqpacket socket, not yet asked about
   kStatus = 3,     // user_events_status: mmap gives the legacy status page
   kRfc = 4,        // /dev/udiag: a data file speaking the RFC's ABI
+  kPerf = 5,       // a perf_event fd on a udiag event (perf_event.h)
 };
 
 constexpr int kDirect = 1 << 16;
@@ -173,6 +197,7 @@ inline uint8_t Kind(int fd) {
 void CopyState(int from, int to) {
   if (to < 0) return;
   uint8_t state = State(from);
+  if (state == kPerf) state = kOther;  // perf_event.cc knows the original number only
   if (State(to) == kData && state == kOther) udiag::producer::DataFiles().Remove(to);
   if (State(to) != state) SetState(to, state);
 }
@@ -374,12 +399,94 @@ inline bool IsDiagRequest(unsigned long request) {
 }
 
 [[gnu::cold, gnu::noinline]] void* MapSpecial(void* addr, size_t len, int prot, int flags, int fd, off_t offset) {
+  if (State(fd) == kPerf) return udiag::preload::PerfMmap(addr, len, prot, flags, fd, offset);
   return udiag::producer::legacy::MapStatusPage(addr, len, prot, flags, offset, State(fd) == kRfc);
 }
 
-inline bool MapsStatusPage(int fd) {
+inline bool MapsSpecial(int fd) {
   uint8_t state = State(fd);
-  return __builtin_expect(state == kStatus || state == kRfc, 0);
+  return __builtin_expect(state == kStatus || state == kRfc || state == kPerf, 0);
+}
+
+// A write to a data file succeeded: perf events on this process's events
+// get their sample (perf_event.h); one relaxed load when there are none.
+inline ssize_t AfterDataWrite(int fd, const iovec* iov, int iovcnt, ssize_t written) {
+  if (__builtin_expect(written >= 0 && udiag::preload::PerfActive(), 0)) {
+    udiag::preload::PerfOnWrite(fd, iov, iovcnt);
+  }
+  return written;
+}
+
+inline ssize_t WriteData(int fd, const void* buf, size_t count) {
+  iovec one{const_cast<void*>(buf), count};
+  return AfterDataWrite(fd, &one, 1, udiag_write(fd, buf, count));
+}
+
+// ---- tracefs mounts over udiag's view ------------------------------------------
+
+constexpr long kFuseMagic = 0x65735546;
+
+// Under `udiag run` the traced directories are udiag's FUSE view. A program
+// that mounts tracefs there (the kernel selftests do when README is missing)
+// keeps the view: the mount is a no-op that succeeds, and so is its umount.
+std::mutex g_mounts_mu;
+std::vector<std::string>* g_kept_views;  // under g_mounts_mu: one entry per no-op mount
+
+bool IsUdiagView(const char* target) {
+  if (!target) return false;
+  std::string full = Normalise(FullPath(AT_FDCWD, target));
+  bool traced = false;
+  for (const auto& d : TracefsDirs()) traced = traced || d == full;
+  struct statfs fs;
+  return traced && statfs(full.c_str(), &fs) == 0 && fs.f_type == kFuseMagic;
+}
+
+[[gnu::cold]] bool KeepViewOnMount(const char* target, const char* type) {
+  if (!type || strcmp(type, "tracefs") != 0 || !IsUdiagView(target)) return false;
+  std::lock_guard lock(g_mounts_mu);
+  if (!g_kept_views) g_kept_views = new std::vector<std::string>;
+  g_kept_views->push_back(Normalise(FullPath(AT_FDCWD, target)));
+  return true;
+}
+
+[[gnu::cold]] bool KeepViewOnUmount(const char* target) {
+  if (!target) return false;
+  std::string full = Normalise(FullPath(AT_FDCWD, target));
+  std::lock_guard lock(g_mounts_mu);
+  if (!g_kept_views) return false;
+  auto it = std::find(g_kept_views->begin(), g_kept_views->end(), full);
+  if (it == g_kept_views->end()) return false;
+  g_kept_views->erase(it);
+  return true;
+}
+
+// ---- stat/access of user_events_data -------------------------------------------
+
+// The data file exists for the preload's programs even where the kernel has
+// no user_events (programs stat() it to decide whether user_events exists).
+template <typename Stat>
+[[gnu::cold, gnu::noinline]] int StatMissing(int dirfd, const char* path, Stat* st, int result) {
+  if (result == 0 || errno != ENOENT || Classify(dirfd, path) != Special::kDataFile) return result;
+  memset(st, 0, sizeof(*st));
+  st->st_mode = S_IFREG | 0666;
+  st->st_nlink = 1;
+  st->st_blksize = 4096;
+  return 0;
+}
+
+[[gnu::cold, gnu::noinline]] int StatxMissing(int dirfd, const char* path, struct statx* st, int result) {
+  if (result == 0 || errno != ENOENT || Classify(dirfd, path) != Special::kDataFile) return result;
+  memset(st, 0, sizeof(*st));
+  st->stx_mask = STATX_TYPE | STATX_MODE | STATX_NLINK | STATX_UID | STATX_GID | STATX_SIZE;
+  st->stx_mode = S_IFREG | 0666;
+  st->stx_nlink = 1;
+  st->stx_blksize = 4096;
+  return 0;
+}
+
+[[gnu::cold, gnu::noinline]] int AccessMissing(int dirfd, const char* path, int result) {
+  if (result == 0 || errno != ENOENT || Classify(dirfd, path) != Special::kDataFile) return result;
+  return 0;
 }
 
 [[gnu::cold, gnu::noinline]] int DupFcntl(Real<int (*)(int, int, ...)>& real, int fd, int cmd, void* arg) {
@@ -443,6 +550,7 @@ EXPORT int ioctl(int fd, unsigned long request, ...) {
   uint8_t kind = Kind(fd);
   if (kind == kData) return udiag_ioctl(fd, request, arg);
   if (kind == kRfc) return udiag::producer::legacy::RfcIoctl(fd, request, arg);
+  if (kind == kPerf) return udiag::preload::PerfIoctl(fd, request, arg);
   // An inherited or received data file we have not seen yet.
   if (__builtin_expect(IsDiagRequest(request), 0) && kind == kOther && Probe(fd)) {
     SetState(fd, kData);
@@ -455,14 +563,14 @@ EXPORT int ioctl(int fd, unsigned long request, ...) {
 
 EXPORT ssize_t write(int fd, const void* buf, size_t count) {
   uint8_t kind = Kind(fd);
-  if (kind == kData) return udiag_write(fd, buf, count);
+  if (kind == kData) return WriteData(fd, buf, count);
   if (kind == kRfc) return udiag::producer::legacy::RfcWrite(fd, buf, count);
   return real_write.get()(fd, buf, count);
 }
 
 EXPORT ssize_t writev(int fd, const struct iovec* iov, int iovcnt) {
   uint8_t kind = Kind(fd);
-  if (kind == kData) return udiag_writev(fd, iov, iovcnt);
+  if (kind == kData) return AfterDataWrite(fd, iov, iovcnt, udiag_writev(fd, iov, iovcnt));
   if (kind == kRfc) return RfcWritev(fd, iov, iovcnt);
   return real_writev.get()(fd, iov, iovcnt);
 }
@@ -470,14 +578,14 @@ EXPORT ssize_t writev(int fd, const struct iovec* iov, int iovcnt) {
 // The offset is ignored on a data file, as by the kernel's write_iter.
 EXPORT ssize_t pwrite(int fd, const void* buf, size_t count, off_t offset) {
   uint8_t kind = Kind(fd);
-  if (kind == kData) return udiag_write(fd, buf, count);
+  if (kind == kData) return WriteData(fd, buf, count);
   if (kind == kRfc) return udiag::producer::legacy::RfcWrite(fd, buf, count);
   return real_pwrite.get()(fd, buf, count, offset);
 }
 
 EXPORT ssize_t pwrite64(int fd, const void* buf, size_t count, off64_t offset) {
   uint8_t kind = Kind(fd);
-  if (kind == kData) return udiag_write(fd, buf, count);
+  if (kind == kData) return WriteData(fd, buf, count);
   if (kind == kRfc) return udiag::producer::legacy::RfcWrite(fd, buf, count);
   return real_pwrite64.get()(fd, buf, count, offset);
 }
@@ -489,6 +597,7 @@ EXPORT int close(int fd) {
   if (__builtin_expect(state != kOther, 0)) {
     SetState(fd, kOther);
     if (state == kStatus) return real_close.get()(fd);
+    if (state == kPerf) return udiag::preload::PerfClose(fd);
     return udiag_close(fd);  // forgets the library's mirror, then closes
   }
   return real_close.get()(fd);
@@ -550,12 +659,12 @@ EXPORT int fcntl64(int fd, int cmd, ...) {
 // ---- mmap of the legacy status page -------------------------------------------
 
 EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t offset) {
-  if (fd >= 0 && MapsStatusPage(fd)) return MapSpecial(addr, len, prot, flags, fd, offset);
+  if (fd >= 0 && MapsSpecial(fd)) return MapSpecial(addr, len, prot, flags, fd, offset);
   return real_mmap.get()(addr, len, prot, flags, fd, offset);
 }
 
 EXPORT void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off64_t offset) {
-  if (fd >= 0 && MapsStatusPage(fd)) return MapSpecial(addr, len, prot, flags, fd, offset);
+  if (fd >= 0 && MapsSpecial(fd)) return MapSpecial(addr, len, prot, flags, fd, offset);
   return real_mmap64.get()(addr, len, prot, flags, fd, offset);
 }
 
@@ -563,4 +672,87 @@ EXPORT int munmap(void* addr, size_t len) {
   int r = real_munmap.get()(addr, len);
   if (r == 0) udiag::producer::legacy::ForgetStatusViews(addr, len);
   return r;
+}
+
+// ---- perf_event_open and the perf fd's read ------------------------------------
+
+// glibc has no perf_event_open(): programs call syscall(). The six
+// arguments are passed on as the kernel takes them, whatever the number.
+EXPORT long syscall(long number, ...) {
+  va_list ap;
+  va_start(ap, number);
+  long a[6];
+  for (long& arg : a) arg = va_arg(ap, long);
+  va_end(ap);
+  if (__builtin_expect(number == SYS_perf_event_open, 0)) {
+    long fd;
+    if (udiag::preload::PerfOpen(reinterpret_cast<const perf_event_attr*>(a[0]), static_cast<pid_t>(a[1]),
+                                 static_cast<int>(a[2]), static_cast<int>(a[3]), static_cast<unsigned long>(a[4]),
+                                 &fd)) {
+      if (fd >= 0) {
+        FreshFd(static_cast<int>(fd));
+        SetState(static_cast<int>(fd), kPerf);
+      }
+      return fd;
+    }
+  }
+  return real_syscall.get()(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+EXPORT ssize_t read(int fd, void* buf, size_t count) {
+  if (__builtin_expect(State(fd) == kPerf, 0)) return udiag::preload::PerfRead(fd, buf, count);
+  return real_read.get()(fd, buf, count);
+}
+
+// The fortified read (_FORTIFY_SOURCE with a known buffer size).
+EXPORT ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen) {
+  if (__builtin_expect(State(fd) == kPerf, 0) && count <= buflen) return udiag::preload::PerfRead(fd, buf, count);
+  return real___read_chk.get()(fd, buf, count, buflen);
+}
+
+// ---- mount/umount of tracefs over the view -------------------------------------
+
+EXPORT int mount(const char* source, const char* target, const char* type, unsigned long flags, const void* data) {
+  if (KeepViewOnMount(target, type)) return 0;
+  return real_mount.get()(source, target, type, flags, data);
+}
+
+EXPORT int umount(const char* target) {
+  if (KeepViewOnUmount(target)) return 0;
+  return real_umount.get()(target);
+}
+
+EXPORT int umount2(const char* target, int flags) {
+  if (KeepViewOnUmount(target)) return 0;
+  return real_umount2.get()(target, flags);
+}
+
+// ---- stat/access ----------------------------------------------------------------
+
+EXPORT int stat(const char* path, struct stat* st) {
+  return StatMissing(AT_FDCWD, path, st, real_stat.get()(path, st));
+}
+EXPORT int stat64(const char* path, struct stat64* st) {
+  return StatMissing(AT_FDCWD, path, st, real_stat64.get()(path, st));
+}
+EXPORT int fstatat(int dirfd, const char* path, struct stat* st, int flags) {
+  return StatMissing(dirfd, path, st, real_fstatat.get()(dirfd, path, st, flags));
+}
+EXPORT int fstatat64(int dirfd, const char* path, struct stat64* st, int flags) {
+  return StatMissing(dirfd, path, st, real_fstatat64.get()(dirfd, path, st, flags));
+}
+EXPORT int lstat(const char* path, struct stat* st) {
+  return StatMissing(AT_FDCWD, path, st, real_lstat.get()(path, st));
+}
+EXPORT int lstat64(const char* path, struct stat64* st) {
+  return StatMissing(AT_FDCWD, path, st, real_lstat64.get()(path, st));
+}
+EXPORT int statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* st) {
+  return StatxMissing(dirfd, path, st, real_statx.get()(dirfd, path, flags, mask, st));
+}
+EXPORT int access(const char* path, int mode) {
+  return AccessMissing(AT_FDCWD, path, real_access.get()(path, mode));
+}
+EXPORT int faccessat(int dirfd, const char* path, int mode, int flags) {
+  return AccessMissing(dirfd, path, real_faccessat.get()(dirfd, path, mode, flags));
 }

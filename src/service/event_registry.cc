@@ -31,7 +31,10 @@ std::vector<schema::LocCheck> LocChecksOf(const schema::EventDescription& desc) 
 }  // namespace
 
 EventRegistry::EventRegistry(StatusPage* status_page, Observer* observer)
-    : status_page_(status_page), observer_(observer), by_slot_(status_page->capacity(), nullptr) {}
+    : status_page_(status_page),
+      observer_(observer),
+      by_slot_(status_page->capacity(), nullptr),
+      reserved_(status_page->capacity(), false) {}
 
 EventRegistry::~EventRegistry() = default;
 
@@ -64,8 +67,8 @@ base::ErrorOr<Event*> EventRegistry::Create(schema::EventDescription desc, bool 
   uint32_t capacity = status_page_->capacity();
   uint32_t id = 0;
   for (uint32_t i = 0; i < capacity && id == 0; ++i) {
-    uint32_t candidate = kFirstId + (next_id_offset_ + i) % capacity;
-    if (!events_.contains(candidate)) id = candidate;
+    uint32_t slot = (next_id_offset_ + i) % capacity;
+    if (!reserved_[slot] && !events_.contains(kFirstId + slot)) id = kFirstId + slot;
   }
   if (id == 0) return base::Errno{ENODEV};
   next_id_offset_ = id - kFirstId + 1;
@@ -153,6 +156,12 @@ void EventRegistry::SetStatusBits(Event* event, uint8_t bits, bool on) {
   event->status = status;
   status_page_->Set(event->id, status);
   observer_->OnEventStatusChanged(*event);
+}
+
+void EventRegistry::ReserveIds(const std::vector<uint32_t>& ids) {
+  for (uint32_t id : ids) {
+    if (id >= kFirstId && id - kFirstId < reserved_.size()) reserved_[id - kFirstId] = true;
+  }
 }
 
 Event* EventRegistry::FindById(uint32_t id) const {

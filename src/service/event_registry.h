@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error_or.h"
+#include "ipc/protocol.h"
 #include "schema/event_description.h"
 #include "schema/loc_check.h"
 
@@ -33,6 +34,7 @@ struct Event {
   std::vector<schema::LocCheck> locs;
   uint8_t status = 0;
   int refs = 0;
+  int perf_refs = 0;  // perf_event fds open on it (kStatusPerf while > 0)
   uint64_t created_seq = 0;  // creation order, for dynamic_events
 
   const std::string& reg_name() const { return desc.name; }
@@ -41,8 +43,11 @@ struct Event {
 
 class EventRegistry {
  public:
-  inline static constexpr uint32_t kFirstId = 1000;
-  inline static constexpr uint32_t kDefaultMaxEvents = 32768;
+  // The kernel numbers its trace events upward from a few dozen (a few
+  // thousand on a large config); udiag's ids are the upper half of ftrace's
+  // 16-bit common_type, minus any the kernel uses (ReserveIds).
+  inline static constexpr uint32_t kFirstId = ipc::kFirstEventId;
+  inline static constexpr uint32_t kDefaultMaxEvents = ipc::kLastEventId + 1 - kFirstId;
 
   class Observer {
    public:
@@ -82,6 +87,9 @@ class EventRegistry {
   // Recomputes status from the tracer bits and tells the listener on change.
   void SetStatusBits(Event* event, uint8_t bits, bool on);
 
+  // Ids never to hand out: the running kernel's own trace events.
+  void ReserveIds(const std::vector<uint32_t>& ids);
+
   Event* FindById(uint32_t id) const;
   Event* FindByTracepoint(std::string_view system, std::string_view tp_name) const;
   // Every live event, in creation order.
@@ -101,6 +109,7 @@ class EventRegistry {
   std::map<uint32_t, std::unique_ptr<Event>> events_;  // by id
   std::vector<Event*> by_slot_;                        // id - kFirstId -> event, for the drain loop
   std::vector<uint32_t> doomed_;                       // ids whose refs hit zero
+  std::vector<bool> reserved_;                         // by slot: ids the kernel uses
   uint32_t max_events_ = kDefaultMaxEvents;
   uint32_t next_id_offset_ = 0;
   uint64_t next_multi_id_ = 0;

@@ -108,6 +108,13 @@ TEST_F(EventRegistryTest, DeleteAllIsAllOrNothing) {
   EXPECT_EQ(registry_.size(), 2u);
 }
 
+TEST_F(EventRegistryTest, IdsFitCommonTypeAndSkipReservedOnes) {
+  static_assert(EventRegistry::kFirstId + EventRegistry::kDefaultMaxEvents - 1 == UINT16_MAX);
+  registry_.ReserveIds({EventRegistry::kFirstId, EventRegistry::kFirstId + 2, 5, UINT32_MAX});
+  EXPECT_EQ(Create("a")->id, EventRegistry::kFirstId + 1);
+  EXPECT_EQ(Create("b")->id, EventRegistry::kFirstId + 3);
+}
+
 TEST_F(EventRegistryTest, LimitGivesEmfile) {
   registry_.set_max_events(1);
   Create("one");

@@ -21,6 +21,7 @@
 #include "base/errno_name.h"
 #include "base/tsc.h"
 #include "schema/event_description.h"
+#include "service/kernel_event_ids.h"
 #include "service/trace_text.h"
 #include "udiag/udiag.h"
 
@@ -48,6 +49,10 @@ constexpr uint64_t kAckTimeoutNs = 1'000'000'000;
 constexpr size_t kMaxOutboxBytes = 64 << 20;
 constexpr size_t kMaxRingsPerProcess = 4096;
 constexpr size_t kChunkBytes = base::kMaxMessageBytes - sizeof(ipc::MessageHeader) - 64;
+// perf_event fds one process may hold open on udiag's events (the kernel's
+// limit is the fd limit; this bounds what a hostile producer makes us keep).
+constexpr size_t kMaxPerfEventsPerConnection = 65536;
+
 // Drain rounds: records per ring, bytes held, rounds per loop turn.
 constexpr size_t kRoundRecords = 4096;
 constexpr size_t kRoundBytes = 4 << 20;
@@ -134,6 +139,7 @@ int Server::Init() {
   if (!page.ok()) return page.error();
   status_page_ = std::make_unique<StatusPage>(std::move(page).value());
   registry_ = std::make_unique<EventRegistry>(status_page_.get(), this);
+  if (std::string tracefs = RealTracefsRoot(); !tracefs.empty()) registry_->ReserveIds(TracepointIdsUnder(tracefs));
   instances_ = std::make_unique<InstanceSet>(registry_.get());
   tree_ = std::make_unique<TracefsTree>(registry_.get(), instances_.get(),
                                         [this](uint32_t tid) { return CommOf(tid); });
@@ -328,6 +334,8 @@ void Server::HandleMessage(Connection& conn, const std::vector<uint8_t>& bytes,
     case MsgType::kAddRing: err = OnAddRing(conn, fds); break;
     case MsgType::kInheritEnablers: err = OnInheritEnablers(conn, body, header.seq); replied = err == 0; break;
     case MsgType::kAck: OnAck(conn, body); replied = true; break;
+    case MsgType::kPerfAttach: err = OnPerfAttach(conn, body, true); break;
+    case MsgType::kPerfDetach: err = OnPerfAttach(conn, body, false); break;
     case MsgType::kTreeRead: err = OnTreeRead(conn, body, header.seq); replied = err == 0; break;
     case MsgType::kTreeList: err = OnTreeList(conn, body, header.seq); replied = err == 0; break;
     case MsgType::kTreePipe: err = OnTreePipe(conn, body, header.seq); replied = err == 0; break;
@@ -534,9 +542,49 @@ void Server::OnAck(Connection& conn, ipc::Decoder& body) {
   ResolveDeferred(false);
 }
 
+// Read-after-write, as with the kernel's synchronous writes: a read that
+// starts after a producer's write returned sees its event, so the rings are
+// drained first (records already published are all there is to take).
+// Not for a record stream's own connection: the drain may close broken
+// streams' connections, and `conn` must outlive the request.
+void Server::DrainBeforeRead(const Connection& conn) {
+  if (conn.record_stream) return;
+  tsc_clock_.Sample();
+  DrainRings();
+}
+
+// The preload's perf_event fds: like the kernel's perf probe, an open fd
+// marks the event used by perf (status bit, enable bits) and keeps it from
+// being deleted until it is closed. The reply waits for the enable bits.
+int Server::OnPerfAttach(Connection& conn, ipc::Decoder& body, bool attach) {
+  ipc::PerfAttachRequest req;
+  if (!req.Decode(body)) return EPROTO;
+  Event* event = registry_->FindById(req.event_id);
+  if (!event) return ENOENT;
+  if (attach) {
+    if (conn.perf_events.size() >= kMaxPerfEventsPerConnection) return EMFILE;
+    registry_->Get(event);
+    conn.perf_events.push_back(event);
+    SetPerfRefs(event, +1);
+    return 0;
+  }
+  auto it = std::find(conn.perf_events.begin(), conn.perf_events.end(), event);
+  if (it == conn.perf_events.end()) return ENOENT;
+  conn.perf_events.erase(it);
+  SetPerfRefs(event, -1);
+  registry_->Put(event);
+  return 0;
+}
+
+void Server::SetPerfRefs(Event* event, int delta) {
+  event->perf_refs += delta;
+  registry_->SetStatusBits(event, kStatusPerf, event->perf_refs > 0);
+}
+
 int Server::OnTreeRead(Connection& conn, ipc::Decoder& body, uint32_t seq) {
   ipc::PathRequest req;
   if (!req.Decode(body)) return EPROTO;
+  DrainBeforeRead(conn);
   auto text = tree_->Read(req.path, conn.caller);
   if (!text.ok()) return text.error();
   SendChunked(conn, seq, *text);
@@ -561,6 +609,7 @@ int Server::OnTreePipe(Connection& conn, ipc::Decoder& body, uint32_t seq) {
   if (!req.Decode(body)) return EPROTO;
   auto instance = tree_->PipeInstance(req.path, conn.caller);
   if (!instance.ok()) return instance.error();
+  DrainBeforeRead(conn);
   if (conn.pipe_instance) conn.pipe_instance->RemoveReader();
   conn.pipe_instance = *instance;
   conn.pipe_instance->AddReader();
@@ -749,6 +798,10 @@ void Server::CloseConnection(uint64_t conn_id) {
   // Exit, exec or a crash: the process's enablers die with it. Its rings
   // stay until drained, so everything it committed is still delivered.
   for (const Enabler& en : conn->enablers) registry_->Put(en.event);
+  for (Event* event : conn->perf_events) {
+    SetPerfRefs(event, -1);
+    registry_->Put(event);
+  }
   if (conn->pipe_instance) conn->pipe_instance->RemoveReader();
   if (conn->record_stream) EndRecordStream(*conn);
   ReleaseAutoEnables(*conn);

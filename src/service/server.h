@@ -91,6 +91,7 @@ class Server : public EventRegistry::Observer {
     std::vector<bool> writable;  // by id - kFirstId: events it may put in its rings
     uint64_t notices_sent = 0;
     uint64_t notices_acked = 0;
+    std::vector<Event*> perf_events;  // one entry per open perf_event fd, each holding a reference
     // Consumer state.
     Instance* pipe_instance = nullptr;
     uint32_t pipe_seq = 0;
@@ -178,6 +179,9 @@ class Server : public EventRegistry::Observer {
     size_t records = 0;  // read, kept or rejected
     uint64_t bytes = 0;  // of ring consumed
   };
+  void DrainBeforeRead(const Connection& conn);
+  int OnPerfAttach(Connection& conn, ipc::Decoder& body, bool attach);
+  void SetPerfRefs(Event* event, int delta);
   DrainTotals DrainRings();
   size_t DrainRing(RingSource& src, size_t max_records, size_t* delivered_now);
   void UpdateHoldBack();

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "schema/timestamp_text.h"
 #include "service/event_registry.h"
 
 namespace udiag::service {
@@ -31,9 +32,9 @@ std::string LostEventsLine(int cpu, uint64_t lost) {
 }
 
 std::string TraceLine(const TraceEntry& entry, std::string_view comm, const Event* event) {
-  uint64_t usecs = entry.meta.timestamp / 1000;
+  schema::SecondsMicros t = schema::RoundToMicros(entry.meta.timestamp);
   std::string line = fmt::format("{:>16}-{:<7} [{:03}] ..... {:5}.{:06}: ", comm, entry.meta.tid,
-                                 entry.meta.cpu, usecs / 1000000, usecs % 1000000);
+                                 entry.meta.cpu, t.seconds, t.micros);
   if (event) {
     line += schema::RenderTraceBody(event->tp_name, event->desc.fields, entry.record);
   } else {

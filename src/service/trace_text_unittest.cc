@@ -26,6 +26,10 @@ TEST(TraceTextTest, LineHasFtraceColumns) {
   TraceEntry entry{{1'234'567'891'234, 12345, 12345, 1}, 0, record};
   EXPECT_EQ(TraceLine(entry, "app", &event),
             "             app-12345   [001] .....  1234.567891: test: count=0x5 (5)\n");
+  // Rounded to the nearest microsecond, as ftrace and trace-cmd print it.
+  entry.meta.timestamp = 1'234'567'891'500;
+  EXPECT_EQ(TraceLine(entry, "app", &event),
+            "             app-12345   [001] .....  1234.567892: test: count=0x5 (5)\n");
 }
 
 TEST(TraceTextTest, UnknownEventAndLostLine) {

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "base/tsc.h"
+#include "schema/timestamp_text.h"
 #include "service/trace_text.h"
 
 namespace udiag::service {
@@ -17,7 +18,7 @@ enum class Node {
   kRoot, kInstancesDir, kOptionsDir, kPerCpuDir, kCpuDir, kEventsDir, kSystemDir, kEventDir,  // directories
   kDynamicEvents, kStatus, kAvailableEvents, kSetEvent, kTrace, kTracePipe, kTracingOn,
   kBufferSizeKb, kTraceClock, kEventsMax, kEnable, kFormat, kId, kOverwrite, kSnapshot, kStats,
-  kBlockingTimeoutMs,
+  kBlockingTimeoutMs, kReadme, kDataFile,
 };
 
 struct TracefsTree::Resolved {
@@ -31,6 +32,16 @@ namespace {
 
 constexpr const char* kSystems[] = {"user_events", "user_events_multi"};
 
+// Programs test that README exists to decide whether tracefs is mounted.
+constexpr const char* kReadmeText =
+    "udiag's view of tracefs: the kernel's user_events files, served by udiagd.\n"
+    "  user_events_data     register (DIAG_IOCSREG) and write events (with the udiag preload)\n"
+    "  user_events_status   registered events and what traces them\n"
+    "  dynamic_events       u:<name> <fields> creates, -:<name> deletes\n"
+    "  events/<system>/<event>/{enable,format,id}\n"
+    "  trace  trace_pipe  tracing_on  buffer_size_kb  set_event  instances/\n"
+    "See docs/cli.md and docs/compat.md of udiag.\n";
+
 // An hour: a longer stall is a hang, not a wait.
 constexpr uint64_t kMaxBlockingTimeoutMs = 3'600'000;
 
@@ -40,6 +51,7 @@ struct FileSpec {
   bool top_only = false;  // global files, absent from instances/<name>/
 };
 constexpr FileSpec kRootFiles[] = {
+    {"README", Node::kReadme, true},                    {"user_events_data", Node::kDataFile, true},
     {"available_events", Node::kAvailableEvents, true}, {"blocking_timeout_ms", Node::kBlockingTimeoutMs},
     {"buffer_size_kb", Node::kBufferSizeKb},
     {"dynamic_events", Node::kDynamicEvents, true},     {"set_event", Node::kSetEvent},
@@ -56,7 +68,8 @@ bool IsDirectory(Node n) { return n <= Node::kEventDir; }
 // Files a producer may read besides a consumer: what a producer needs to
 // describe its own events (perf_test reads `id` and `format`).
 bool ProducerReadable(Node n) {
-  return n == Node::kFormat || n == Node::kId || n == Node::kAvailableEvents || IsDirectory(n);
+  return n == Node::kFormat || n == Node::kId || n == Node::kAvailableEvents || n == Node::kReadme ||
+         n == Node::kDataFile || IsDirectory(n);
 }
 
 std::vector<std::string_view> SplitPath(std::string_view path) {
@@ -71,11 +84,15 @@ std::vector<std::string_view> SplitPath(std::string_view path) {
   return parts;
 }
 
-// Accepts a decimal number with an optional trailing newline, as the
-// kernel's kstrtoul_from_user does.
+// A decimal number as the kernel's kstrtoul_from_user reads one: at most
+// 127 bytes are looked at, a NUL ends the text (`write(fd, "1", sizeof("1"))`),
+// then an optional '+', digits, and one optional newline.
 bool ParseUnsigned(std::string_view text, uint64_t* out) {
+  text = text.substr(0, 127);
+  text = text.substr(0, text.find('\0'));
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
   if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
-  if (text.empty()) return false;
+  if (text.empty() || text.front() < '0' || text.front() > '9') return false;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
   return ec == std::errc() && end == text.data() + text.size();
 }
@@ -156,6 +173,10 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
       return base::Errno{EISDIR};
     case Node::kTracePipe:
       return base::Errno{EINVAL};  // streamed: see PipeInstance()
+    case Node::kDataFile:
+      return base::Errno{EINVAL};  // as the kernel's: no read; the preload serves its writes
+    case Node::kReadme:
+      return std::string(kReadmeText);
     case Node::kDynamicEvents: {
       std::string out;
       for (const Event* e : registry_->Events()) out += schema::DynamicEventsLine(e->desc) + "\n";
@@ -207,7 +228,10 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
 // ftrace's per_cpu/cpuN/stats, and one line of ours: what producers' rings
 // lost before the buffer (the kernel's writers have no ring of their own).
 std::string TracefsTree::ReadStats(const TraceBuffer& buffer) const {
-  auto seconds = [](uint64_t ns) { return fmt::format("{:5}.{:06}", ns / 1'000'000'000, ns / 1000 % 1'000'000); };
+  auto seconds = [](uint64_t ns) {
+    schema::SecondsMicros t = schema::RoundToMicros(ns);
+    return fmt::format("{:5}.{:06}", t.seconds, t.micros);
+  };
   const TraceBuffer::Stats& stats = buffer.stats();
   return fmt::format(
       "entries: {}\noverrun: {}\ncommit overrun: 0\nbytes: {}\noldest event ts: {}\nnow ts: {}\n"

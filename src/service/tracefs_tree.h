@@ -2,7 +2,8 @@
 // a path with the kernel's names and text formats (DESIGN.md §2). The control
 // socket, the CLI and the FUSE mount are front ends over this one tree.
 //
-//   dynamic_events  user_events_status  available_events  user_events_max   (top only)
+//   README  user_events_data  dynamic_events  user_events_status  available_events
+//   user_events_max   (top only)
 //   set_event  trace  trace_pipe  tracing_on  buffer_size_kb  trace_clock  snapshot
 //   options/overwrite  per_cpu/cpu0/stats
 //   events/enable  events/<system>/enable  events/<system>/<event>/{enable,format,id}

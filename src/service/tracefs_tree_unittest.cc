@@ -76,6 +76,48 @@ TEST_F(TracefsTreeTest, EnableSetsStatusAndUsedBy) {
   EXPECT_EQ(Read("user_events_status"), "test\n\nActive: 1\nBusy: 0\n");
 }
 
+TEST_F(TracefsTreeTest, NumericFilesParseAsTheKernel) {
+  ASSERT_EQ(tree_.Write("dynamic_events", "u:test u32 count", true, kRoot), 0);
+  const char* enable = "events/user_events/test/enable";
+  // What write(fd, "1", sizeof("1")) sends: the NUL ends the number.
+  EXPECT_EQ(tree_.Write(enable, std::string_view("1\0", 2), false, kConsumer), 0);
+  EXPECT_EQ(Read(enable), "1\n");
+  EXPECT_EQ(tree_.Write(enable, std::string_view("0\n\0junk", 7), false, kConsumer), 0);
+  EXPECT_EQ(Read(enable), "0\n");
+  EXPECT_EQ(tree_.Write(enable, "+1", false, kConsumer), 0);
+  EXPECT_EQ(tree_.Write("tracing_on", std::string_view("0\0", 2), false, kConsumer), 0);
+  EXPECT_EQ(Read("tracing_on"), "0\n");
+  EXPECT_EQ(tree_.Write("buffer_size_kb", std::string_view("2048\0", 5), false, kConsumer), 0);
+  EXPECT_EQ(Read("buffer_size_kb"), "2048\n");
+  for (std::string_view bad : {std::string_view(""), std::string_view("\0", 1), std::string_view(" 1"),
+                               std::string_view("1 "), std::string_view("1\n\n"), std::string_view("0x1"),
+                               std::string_view("-1"), std::string_view("+"), std::string_view("\n")}) {
+    EXPECT_EQ(tree_.Write(enable, bad, false, kConsumer), EINVAL) << bad;
+    EXPECT_EQ(tree_.Write("tracing_on", bad, false, kConsumer), EINVAL) << bad;
+  }
+  // Only the first 127 bytes are read.
+  EXPECT_EQ(tree_.Write("tracing_on", std::string(126, '0') + "1x", false, kConsumer), 0);
+  EXPECT_EQ(Read("tracing_on"), "1\n");
+  EXPECT_EQ(tree_.Write("tracing_on", std::string(125, '0') + "1x", false, kConsumer), EINVAL);
+}
+
+TEST_F(TracefsTreeTest, ReadmeAndDataFileExistAtTheTopOnly) {
+  auto top = tree_.List("", kProducer);
+  ASSERT_TRUE(top.ok());
+  auto has = [](const std::vector<DirEntry>& entries, std::string_view name) {
+    return std::any_of(entries.begin(), entries.end(), [&](const DirEntry& e) { return e.name == name; });
+  };
+  EXPECT_TRUE(has(*top, "README"));
+  EXPECT_TRUE(has(*top, "user_events_data"));
+  EXPECT_NE(Read("README", kProducer).find("user_events_data"), std::string::npos);
+  EXPECT_EQ(tree_.Read("user_events_data", kProducer).error(), EINVAL);
+  ASSERT_EQ(tree_.Mkdir("instances/one", 0, kConsumer), 0);
+  auto inst = tree_.List("instances/one", kConsumer);
+  ASSERT_TRUE(inst.ok());
+  EXPECT_FALSE(has(*inst, "README"));
+  EXPECT_FALSE(has(*inst, "user_events_data"));
+}
+
 TEST_F(TracefsTreeTest, SetEventAcceptsGlobsAndRejectsUnknown) {
   ASSERT_EQ(tree_.Write("dynamic_events", "u:a\nu:b\n", true, kRoot), 0);
   ASSERT_EQ(tree_.Write("set_event", "user_events:*", false, kConsumer), 0);

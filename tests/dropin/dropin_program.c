@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -53,6 +54,12 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "child") == 0)
 		return run_child(atoi(argv[2]), (uint32_t)atoi(argv[3]));
+
+	/* Programs stat() the data file to learn that user_events exists; it
+	 * does even where the kernel has none. */
+	struct stat st;
+	CHECK(stat("/sys/kernel/tracing/user_events_data", &st) == 0 && S_ISREG(st.st_mode));
+	CHECK(access("/sys/kernel/tracing/user_events_data", R_OK | W_OK) == 0);
 
 	int fd = open("/sys/kernel/tracing/user_events_data", O_RDWR);
 	CHECK(fd >= 0);
