@@ -8,6 +8,8 @@
 #   test   strace and the trace readers used as test oracles
 #   bench  Google Benchmark and the LTTng-UST peer
 #   fuse   libfuse3 (FUSE mount) and Zydis (instruction decoder)
+#   clickhouse  libcurl (`udiag export`'s HTTP client) and the ClickHouse
+#          server/client its integration tests and bench start
 #   all    every group above
 #
 # Idempotent: asks dpkg-query which packages are missing; when none are, it
@@ -24,11 +26,12 @@ declare -A GROUPS_PKGS=(
   [test]="strace trace-cmd libtracecmd-dev babeltrace2 python3-bt2 protobuf-compiler"
   [bench]="libbenchmark-dev liblttng-ust-dev lttng-tools"
   [fuse]="libfuse3-dev fuse3 libzydis-dev"
+  [clickhouse]="libcurl4-openssl-dev clickhouse-server clickhouse-client"
 )
-ALL_GROUPS=(build test bench fuse)
+ALL_GROUPS=(build test bench fuse clickhouse)
 
 usage() {
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 if [[ "${UDIAG_SKIP_DEPS:-0}" == 1 ]]; then
