@@ -130,7 +130,13 @@ int Export(const ExportOptions& options) {
 
   int status = options.from.empty() ? Live(options, sink) : FromFile(options, sink);
   sink.Flush(true);
+  // Ctrl-C or the command's end flushes; a server that is down gets --retry seconds to return.
   bool clear = sink.SendSpooled();
+  for (auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(options.retry_s);
+       !clear && std::chrono::steady_clock::now() < give_up;) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    clear = sink.SendSpooled();
+  }
   fmt::print(stderr, "udiag export: {} events, {} rows sent, {} lost{}\n", sink.events(), sink.rows_sent(),
              sink.lost(), clear ? "" : fmt::format(", {} batches left in {} (the next run sends them)", spool.count(),
                                                  options.spool));

@@ -17,6 +17,7 @@ struct ExportOptions {
   std::string from;                  // a trace.dat or CTF to load instead of live events
   std::string spool = "udiag-spool";
   uint64_t spool_mb = 256;
+  uint32_t retry_s = 30;             // at the end, how long to wait for an unreachable server
   bool create_schema = false;        // create the database and udiag_lost, then exit
   std::vector<std::string> events;   // auto-enable globs; empty: every event
   uint32_t size_kb = 16384;

@@ -268,6 +268,8 @@ void ExportOptionsFlags(CLI::App* command, CommandLine& line) {
   command->add_option("--from", o.from, "Load a trace.dat or CTF instead of live events");
   command->add_option("--spool", o.spool, "Directory for batches ClickHouse did not take")->capture_default_str();
   command->add_option("--spool-mb", o.spool_mb, "Most the spool holds, in MB")->capture_default_str();
+  command->add_option("--retry", o.retry_s, "At the end, seconds to wait for ClickHouse to take the spool")
+      ->capture_default_str();
   command->add_option("--size", o.size_kb, "Buffer size of the export instance in KB")->capture_default_str();
   command->add_option("COMMAND", o.command, "Command to run (put it after `--`)");
   command->callback([&] {

@@ -146,7 +146,10 @@ std::string EventExporter::Resolve(const std::string& name, const std::string& s
       HttpResult columns = client_->Query(fmt::format(
           "SELECT name, type FROM system.columns WHERE database = {} AND table = {} FORMAT TabSeparated", Quote(db),
           Quote(stored)));
-      if (!columns.ok()) return {};
+      if (!columns.ok()) {
+        ReportFailure(columns.body);
+        return {};
+      }
       std::string existing;
       for (size_t start = 0; start < columns.body.size();) {
         size_t end = columns.body.find('\n', start);
@@ -190,7 +193,10 @@ int EventExporter::Send(const Batch& batch, bool check_duplicate) {
   if (check_duplicate) {
     HttpResult count = client_->Query(fmt::format("SELECT count() FROM {}.{} WHERE batch_id = {} FORMAT TabSeparated",
                                                   settings_.database, table, batch.id));
-    if (!count.ok()) return count.sent ? EIO : ECONNREFUSED;
+    if (!count.ok()) {
+      ReportFailure(count.body);
+      return count.sent ? EIO : ECONNREFUSED;
+    }
     if (std::strtoull(count.body.c_str(), nullptr, 10) > 0) return 0;  // an earlier attempt got in
   }
   HttpResult inserted = client_->Insert(fmt::format("INSERT INTO {}.{} ({}) FORMAT RowBinary", settings_.database,
@@ -198,11 +204,18 @@ int EventExporter::Send(const Batch& batch, bool check_duplicate) {
                                         batch.rows);
   if (inserted.ok()) {
     rows_sent_ += batch.row_count;
+    if (failing_) fmt::print(stderr, "udiag export: ClickHouse takes batches again\n");
+    failing_ = false;
     return 0;
   }
-  fmt::print(stderr, "udiag export: ClickHouse did not take a batch of {} ({} rows): {}\n", table, batch.row_count,
-             inserted.body.substr(0, inserted.body.find('\n')));
+  ReportFailure(inserted.body);
   return inserted.sent ? EIO : ECONNREFUSED;
+}
+
+void EventExporter::ReportFailure(std::string_view why) {
+  if (failing_) return;
+  failing_ = true;
+  fmt::print(stderr, "udiag export: ClickHouse does not take batches ({}); spooling them\n", why.substr(0, why.find('\n')));
 }
 
 bool EventExporter::SendSpooled() {

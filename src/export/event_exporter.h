@@ -81,6 +81,8 @@ class EventExporter : public consumer::RecordSink {
   // empty when the server cannot be asked.
   std::string Resolve(const std::string& name, const std::string& signature);
   void Store(Batch batch);
+  // Says on stderr, once per outage, why batches go to the spool.
+  void ReportFailure(std::string_view why);
 
   ExportSettings settings_;
   ClickHouseClient* client_;
@@ -97,6 +99,7 @@ class EventExporter : public consumer::RecordSink {
   uint64_t pending_rows_ = 0;
   uint64_t events_ = 0, rows_sent_ = 0, lost_ = 0, spool_dropped_ = 0;
   uint64_t last_ts_ = 0;
+  bool failing_ = false;
 };
 
 }  // namespace udiag::exporter
