@@ -88,22 +88,24 @@ void EventExporter::OnRecord(const record::Record& record) {
   auto found = events_by_id_.find(record.event_id);
   if (found == events_by_id_.end()) return;
   EventInfo& event = found->second;
-  schema::DecodedEvent decoded = schema::DecodeFields(event.type.name, event.type.fields, record.data);
-  int index = event.table;
-  if (index < 0) {
-    index = TableFor(event, decoded);
-    if (!event.eventheader) event.table = index;  // an EventHeader event's fields may differ per record
-  }
-  Table& table = tables_[index];
   auto comm = comm_by_tid_.find(record.tid);
   RowContext context{batch_base_ + next_batch_, settings_.host, settings_.boot_id, record.timestamp, record.cpu,
                      record.pid, record.tid, comm == comm_by_tid_.end() ? std::string_view() : comm->second};
-  AppendRow(context, table.columns, decoded.values, &table.rows);
-  ++table.row_count;
+  Table* table;
+  if (event.eventheader) {  // its fields, and so its table, may differ per record
+    schema::DecodedEvent decoded = schema::DecodeFields(event.type.name, event.type.fields, record.data);
+    table = &tables_[TableFor(event, decoded)];
+    AppendRow(context, table->columns, decoded.values, &table->rows);
+  } else {
+    if (event.table < 0) event.table = TableFor(event, {});
+    table = &tables_[event.table];
+    AppendRecordRow(context, table->columns, event.type.fields, record.data, &table->rows);
+  }
+  ++table->row_count;
   ++pending_rows_;
   ++events_;
   last_ts_ = record.timestamp;
-  if (table.row_count >= kMaxBatchRows) Flush(true);
+  if (table->row_count >= kMaxBatchRows) Flush(true);
 }
 
 void EventExporter::OnLost(uint64_t count) { AddLost(last_ts_, 0, count, "trailing", ""); }

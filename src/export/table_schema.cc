@@ -155,8 +155,9 @@ std::string ColumnSignature(const std::vector<Column>& field_columns) {
   return signature;
 }
 
-void AppendRow(const RowContext& context, const std::vector<Column>& columns,
-               const std::vector<schema::TypedValue>& values, std::string* out) {
+namespace {
+
+void AppendCommon(const RowContext& context, std::string* out) {
   AppendFixed(context.batch_id, out);
   AppendString(context.host, out);
   AppendString(context.boot_id, out);
@@ -165,8 +166,50 @@ void AppendRow(const RowContext& context, const std::vector<Column>& columns,
   AppendFixed(context.pid, out);
   AppendFixed(context.tid, out);
   AppendString(context.comm, out);
+}
+
+// A plain field's bytes as its column holds them; false when they are not
+// in the record (the column's default is written instead).
+bool AppendFieldBytes(Encoding encoding, const schema::Field& field, std::span<const uint8_t> record,
+                      std::string* out) {
+  if (uint64_t{field.offset} + field.size > record.size()) return false;
+  std::span<const uint8_t> bytes = record.subspan(field.offset, field.size);
+  if (field.kind == schema::FieldKind::kInteger) {
+    if (field.size != 1 && field.size != 2 && field.size != 4 && field.size != 8) return false;
+    out->append(reinterpret_cast<const char*>(bytes.data()), bytes.size());  // the column is this wide
+    return true;
+  }
+  if (field.kind == schema::FieldKind::kDataLoc || field.kind == schema::FieldKind::kRelLoc) {
+    auto data = schema::LocData(field, record);
+    if (!data) return false;
+    bytes = *data;
+  }
+  std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (encoding == Encoding::kString) {
+    AppendString(schema::SanitizeUtf8(text.substr(0, text.find('\0'))), out);
+  } else {
+    AppendString(text, out);  // Array(UInt8): a length, then the bytes, as a String
+  }
+  return true;
+}
+
+}  // namespace
+
+void AppendRow(const RowContext& context, const std::vector<Column>& columns,
+               const std::vector<schema::TypedValue>& values, std::string* out) {
+  AppendCommon(context, out);
   for (size_t i = 0; i < columns.size(); ++i) {
     AppendValue(columns[i].encoding, i < values.size() ? &values[i] : nullptr, out);
+  }
+}
+
+void AppendRecordRow(const RowContext& context, const std::vector<Column>& columns,
+                     const std::vector<schema::Field>& fields, std::span<const uint8_t> record, std::string* out) {
+  AppendCommon(context, out);
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (i >= fields.size() || !AppendFieldBytes(columns[i].encoding, fields[i], record, out)) {
+      AppendValue(columns[i].encoding, nullptr, out);
+    }
   }
 }
 

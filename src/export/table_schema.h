@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +60,12 @@ std::string ColumnSignature(const std::vector<Column>& field_columns);
 // its column (a truncated record's kInvalid) becomes the column's default.
 void AppendRow(const RowContext& context, const std::vector<Column>& columns,
                const std::vector<schema::TypedValue>& values, std::string* out);
+
+// The same row for a plain user event straight from its record's bytes
+// (`columns` from FieldColumns of `fields`), without decoding into values:
+// what keeps the exporter's cost per event low.
+void AppendRecordRow(const RowContext& context, const std::vector<Column>& columns,
+                     const std::vector<schema::Field>& fields, std::span<const uint8_t> record, std::string* out);
 
 // RowBinary primitives.
 void AppendVarUInt(uint64_t value, std::string* out);

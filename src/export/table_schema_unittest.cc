@@ -65,6 +65,32 @@ TEST(TableSchemaTest, RowBinaryRow) {
   EXPECT_EQ(row, expected);
 }
 
+// The plain-event fast path writes what decoding the record would.
+TEST(TableSchemaTest, RecordRowMatchesDecodedRow) {
+  schema::Field name;
+  name.name = "name";
+  name.kind = schema::FieldKind::kStaticArray;
+  name.offset = 14;
+  name.size = 4;
+  name.is_string = true;
+  schema::Field beyond = IntField("beyond", 4, false);  // past the end of a truncated record
+  beyond.offset = 18;
+  std::vector<schema::Field> fields = {IntField("a", 2, true), IntField("b", 4, false), name, beyond};
+  fields[0].offset = 8;
+  fields[1].offset = 10;
+  std::vector<uint8_t> record(18, 0);
+  record[8] = 0xfe, record[9] = 0xff;  // a = -2
+  record[10] = 7;                      // b = 7
+  record[14] = 'o', record[15] = 'k';  // name = "ok"
+  auto columns = FieldColumns(fields, false, {});
+  RowContext context{1, "h", "b", 2, 0, 3, 4, "c"};
+  std::string fast, decoded;
+  AppendRecordRow(context, columns, fields, record, &fast);
+  AppendRow(context, columns, schema::DecodeFields("t", fields, record).values, &decoded);
+  EXPECT_EQ(fast, decoded);
+  EXPECT_EQ(fast.substr(fast.size() - 13), std::string("\xfe\xff\x07\0\0\0\x02ok\0\0\0\0", 13));
+}
+
 TEST(TableSchemaTest, VarUInt) {
   std::string out;
   AppendVarUInt(300, &out);
