@@ -29,8 +29,8 @@ BENCH_DIR ?= build-bench
 # `fuse` (libfuse3, Zydis) is part of building: the FUSE front end and the
 # access probes link them.
 DEPS_BUILD ?= build fuse
-DEPS_TEST  ?= $(DEPS_BUILD) test
-DEPS_BENCH ?= $(DEPS_BUILD) bench
+DEPS_TEST  ?= $(DEPS_BUILD) test clickhouse
+DEPS_BENCH ?= $(DEPS_BUILD) bench clickhouse
 INSTALL_DEPS := bash scripts/install-deps.sh
 
 # Sanitizer run-time options (override on the command line if needed).

@@ -381,3 +381,60 @@ for probes in (0, 1):
     v, _ = mmio(f"BM_UnprobedLoad/probes:{probes}")
     print(f"| unprobed load, {probes} probe(s) in the process | {f'{v:.3f} ns' if v else 'not run'} | | |")
 PY
+
+# --- Issue 15: udiag export into ClickHouse -----------------------------------
+# One flood producer at full speed for $SECS s, under `udiag record` and then
+# under `udiag export` into one local clickhouse-server (started here, on
+# 127.0.0.1 and a free port, stopped by pid): events/s each kept.
+export_bench() {
+  if ! command -v clickhouse-server >/dev/null || ! command -v clickhouse-client >/dev/null; then
+    echo "| udiag export into ClickHouse | skipped: scripts/install-deps.sh clickhouse | |"
+    return
+  fi
+  CH_ROOT="$OUT/clickhouse"
+  . "$(dirname "$0")/../tests/fleet/clickhouse_test_servers.sh"
+  ch_start bench || { echo "| udiag export into ClickHouse | clickhouse-server did not start | |"; return; }
+  local dir="$OUT/export-daemon"
+  "$BIN/udiagd" --dir "$dir" >/dev/null 2>&1 &
+  local daemon=$!
+  for _ in $(seq 50); do [ -S "$dir/control.sock" ] && break; sleep 0.1; done
+  echo "running udiag record and udiag export of one flood producer ($SECS s each)..." >&2
+  UDIAG_DIR="$dir" "$BIN/udiag" record -e flood -o "$OUT/export-peer.dat" -- "$BIN/flood_producer" "$SECS" \
+    >"$OUT/export-record.out" 2>"$OUT/export-record.err"
+  rm -f "$OUT/export-peer.dat"
+  local start end
+  start=$(date +%s.%N)
+  UDIAG_DIR="$dir" "$BIN/udiag" export --clickhouse "http://127.0.0.1:$CH_HTTP_bench" --spool "$OUT/export-spool" \
+    -e flood -- "$BIN/flood_producer" "$SECS" >"$OUT/export.out" 2>"$OUT/export.err"
+  end=$(date +%s.%N)
+  local rows
+  rows=$(ch_query bench "SELECT count() FROM udiag.flood")
+  kill "$daemon"; wait "$daemon" 2>/dev/null
+  ch_kill bench
+  python3 - "$OUT" "$rows" "$start" "$end" <<'PY'
+import re, sys, os
+out, rows, start, end = sys.argv[1], int(sys.argv[2] or 0), float(sys.argv[3]), float(sys.argv[4])
+def text(name):
+    try:
+        return open(os.path.join(out, name)).read()
+    except OSError:
+        return ""
+rec = re.search(r"udiag record: (\d+) events \(([\d.]+) MB\) in ([\d.]+) s, (\d+) lost", text("export-record.err"))
+exp = re.search(r"udiag export: (\d+) events, (\d+) rows sent, (\d+) lost", text("export.err"))
+written = re.search(r"written (\d+)", text("export.out"))
+print("\n| udiag export (issue 15), 1 flood producer, full speed | events/s kept | written; lost |")
+print("|---|---|---|")
+if rec:
+    ev, secs, lost = int(rec.group(1)), float(rec.group(3)), int(rec.group(4))
+    print(f"| udiag record -o x.dat | {ev / secs:,.0f} | {ev + lost:,}; {lost:,} |")
+else:
+    print("| udiag record -o x.dat | failed | |")
+if exp:
+    secs = end - start
+    print(f"| udiag export into 1 local ClickHouse ({rows:,} rows in udiag.flood, {secs:.1f} s incl. last flush) "
+          f"| {rows / secs:,.0f} | {int(written.group(1)) if written else 0:,}; {int(exp.group(3)):,} |")
+else:
+    print("| udiag export into 1 local ClickHouse | failed | |")
+PY
+}
+export_bench

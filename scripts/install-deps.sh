@@ -4,10 +4,12 @@
 #   scripts/install-deps.sh [GROUP...]     (default: all groups)
 #
 # Groups:
-#   build  compiler, CMake/Ninja, {fmt}, CLI11, GoogleTest
+#   build  compiler, CMake/Ninja, {fmt}, CLI11, GoogleTest, libcurl (udiag export)
 #   test   strace and the trace readers used as test oracles
 #   bench  Google Benchmark and the LTTng-UST peer
 #   fuse   libfuse3 (FUSE mount) and Zydis (instruction decoder)
+#   clickhouse  the ClickHouse server and client that `udiag export`'s
+#          integration test and bench start
 #   all    every group above
 #
 # Idempotent: asks dpkg-query which packages are missing; when none are, it
@@ -20,15 +22,16 @@
 set -euo pipefail
 
 declare -A GROUPS_PKGS=(
-  [build]="cmake ninja-build g++ pkg-config libfmt-dev libcli11-dev libgtest-dev libgmock-dev googletest libtraceevent-dev"
+  [build]="cmake ninja-build g++ pkg-config libfmt-dev libcli11-dev libgtest-dev libgmock-dev googletest libtraceevent-dev libcurl4-openssl-dev"
   [test]="strace trace-cmd libtracecmd-dev babeltrace2 python3-bt2 protobuf-compiler"
   [bench]="libbenchmark-dev liblttng-ust-dev lttng-tools"
   [fuse]="libfuse3-dev fuse3 libzydis-dev"
+  [clickhouse]="clickhouse-server clickhouse-client"
 )
-ALL_GROUPS=(build test bench fuse)
+ALL_GROUPS=(build test bench fuse clickhouse)
 
 usage() {
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 if [[ "${UDIAG_SKIP_DEPS:-0}" == 1 ]]; then

@@ -13,6 +13,7 @@
 
 #include "base/daemon_dir.h"
 #include "cli/cli_support.h"
+#include "cli/export_command.h"
 #include "cli/mark_command.h"
 #include "cli/mmiotrace_command.h"
 #include "cli/mount_command.h"
@@ -50,6 +51,7 @@ struct CommandLine {
   cli::TraceOptions trace;
   cli::MmiotraceOptions mmiotrace;
   cli::RecordOptions record;
+  cli::ExportOptions export_options;
   std::string format;  // record's and convert's --format
   bool json = false;   // report's --json
   std::vector<std::string> command;  // run's COMMAND
@@ -255,6 +257,41 @@ void AddRecordCommands(CLI::App& app, CommandLine& line) {
   });
 }
 
+void ExportOptionsFlags(CLI::App* command, CommandLine& line) {
+  cli::ExportOptions& o = line.export_options;
+  command->add_option("--clickhouse", o.url, "ClickHouse HTTP URL, e.g. http://127.0.0.1:8123")->required();
+  command->add_option("--database", o.database, "Database of the tables")->capture_default_str();
+  command->add_option("-e,--event", o.events, "Events to export (repeatable)");
+  command->add_option("--host", o.host, "Value of the host column (default: this machine's name)");
+  command->add_option("--cluster", o.cluster, "ClickHouse cluster for Distributed tables");
+  command->add_flag("--create-schema", o.create_schema, "Create the database and udiag_lost, then exit");
+  command->add_option("--from", o.from, "Load a trace.dat or CTF instead of live events");
+  command->add_option("--spool", o.spool, "Directory for batches ClickHouse did not take")->capture_default_str();
+  command->add_option("--spool-mb", o.spool_mb, "Most the spool holds, in MB")->capture_default_str();
+  command->add_option("--retry", o.retry_s, "At the end, seconds to wait for ClickHouse to take the spool")
+      ->capture_default_str();
+  command->add_option("--size", o.size_kb, "Buffer size of the export instance in KB")->capture_default_str();
+  command->add_option("COMMAND", o.command, "Command to run (put it after `--`)");
+  command->callback([&] {
+    line.run = [&](const std::string& dir) {
+      line.export_options.dir = dir;
+      return cli::Export(line.export_options);
+    };
+  });
+}
+
+void AddExportCommand(CLI::App& app, CommandLine& line) {
+  CLI::App* command = AddCommand(
+      app, line, "export", "Stream events (or a trace file) into ClickHouse tables",
+      std::string("Like record, through an instance of its own, but events go in batches to ClickHouse over\n"
+                  "HTTP (RowBinary): one typed table per event, common columns batch_id, host, boot_id, ts_ns,\n"
+                  "cpu, pid, tid, comm; losses in udiag_lost. Batches ClickHouse does not take are kept in\n"
+                  "--spool (bounded by --spool-mb) and sent when it is back; each lands exactly once.\n"
+                  "With --cluster, tables are <event>_local (MergeTree) plus a Distributed <event> over them.\n") +
+          kEventHelp + "\nExample: udiag export --clickhouse http://db:8123 -- ./app. Reference: docs/fleet.md");
+  ExportOptionsFlags(command, line);
+}
+
 void AddMmiotraceCommands(CLI::App& app, CommandLine& line) {
   CLI::App* mmiotrace = AddCommand(
       app, line, "mmiotrace", "Log a command's device (MMIO) accesses in mmiotrace's format",
@@ -310,6 +347,7 @@ int main(int argc, char** argv) {
   AddEnableCommand(app, line, /*enable=*/false);
   AddTraceCommand(app, line);
   AddRecordCommands(app, line);
+  AddExportCommand(app, line);
   AddMountCommands(app, line);
   AddRunCommand(app, line);
   AddMmiotraceCommands(app, line);
