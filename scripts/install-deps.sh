@@ -8,6 +8,7 @@
 #   test   strace and the trace readers used as test oracles
 #   bench  Google Benchmark and the LTTng-UST peer
 #   fuse   libfuse3 (FUSE mount) and Zydis (instruction decoder)
+#   fuzzing  clang and its sanitizer/libFuzzer run-times (make fuzz, make test)
 #   all    every group above
 #
 # Idempotent: asks dpkg-query which packages are missing; when none are, it
@@ -24,11 +25,12 @@ declare -A GROUPS_PKGS=(
   [test]="strace trace-cmd libtracecmd-dev babeltrace2 python3-bt2 protobuf-compiler"
   [bench]="libbenchmark-dev liblttng-ust-dev lttng-tools"
   [fuse]="libfuse3-dev fuse3 libzydis-dev"
+  [fuzzing]="clang libclang-rt-14-dev"
 )
-ALL_GROUPS=(build test bench fuse)
+ALL_GROUPS=(build test bench fuse fuzzing)
 
 usage() {
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 if [[ "${UDIAG_SKIP_DEPS:-0}" == 1 ]]; then
