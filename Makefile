@@ -24,6 +24,10 @@ BUILD_DIR ?= build
 ASAN_DIR  ?= build-asan
 TSAN_DIR  ?= build-tsan
 BENCH_DIR ?= build-bench
+FUZZ_DIR  ?= build-fuzz
+# Seconds each libFuzzer harness runs: `make fuzz`, and `make test` (test-fuzz).
+FUZZ_SECONDS      ?= 60
+FUZZ_TEST_SECONDS ?= 3
 
 # Package groups of scripts/install-deps.sh that each kind of target needs.
 # `fuse` (libfuse3, Zydis) is part of building: the FUSE front end and the
@@ -31,6 +35,7 @@ BENCH_DIR ?= build-bench
 DEPS_BUILD ?= build fuse
 DEPS_TEST  ?= $(DEPS_BUILD) test clickhouse
 DEPS_BENCH ?= $(DEPS_BUILD) bench clickhouse
+DEPS_FUZZ  ?= $(DEPS_BUILD) fuzzing
 INSTALL_DEPS := bash scripts/install-deps.sh
 
 # Sanitizer run-time options (override on the command line if needed).
@@ -59,7 +64,7 @@ define build
 endef
 
 .PHONY: all build demo test test-plain test-asan test-tsan bench install clean help \
-        deps deps-build deps-test deps-bench
+        fuzz fuzz-build test-fuzz deps deps-build deps-test deps-bench deps-fuzz
 
 ## all: install missing build packages and build everything in build/
 all: build
@@ -72,8 +77,8 @@ build: deps-build
 demo: build
 	bash scripts/demo.sh $(BUILD_DIR)
 
-## test: build and run all tests: plain, then ASan+UBSan, then TSan (concurrency tests)
-test: deps-test test-plain test-asan test-tsan
+## test: build and run all tests: plain, ASan+UBSan, TSan (concurrency tests), then each fuzzer briefly
+test: deps-test test-plain test-asan test-tsan test-fuzz
 
 ## test-plain: the normal build's tests (build/)
 test-plain: deps-test
@@ -99,6 +104,22 @@ test-tsan: deps-test
 	fi
 	TSAN_OPTIONS='$(TSAN_OPTIONS)' $(CTEST) --test-dir $(TSAN_DIR) -L '$(TSAN_LABEL)'
 
+## fuzz-build: the libFuzzer harnesses of fuzz/ (clang, ASan+UBSan, build-fuzz/)
+# Only the harnesses and the libraries they fuzz are built (at -O1 with line
+# tables only: see CMakeLists.txt).
+fuzz-build: deps-fuzz
+	$(call configure,$(FUZZ_DIR),-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+	  -DUDIAG_FUZZ=ON -DUDIAG_BUILD_TESTS=OFF)
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzzers
+
+## fuzz: run every fuzz harness FUZZ_SECONDS seconds (findings in build-fuzz/artifacts/)
+fuzz: fuzz-build
+	bash scripts/run_fuzzers.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
+
+## test-fuzz: run every fuzz harness FUZZ_TEST_SECONDS seconds, so that none rots
+test-fuzz: fuzz-build
+	bash scripts/run_fuzzers.sh $(FUZZ_DIR) $(FUZZ_TEST_SECONDS)
+
 ## bench: Release build with benchmarks (build-bench/), then bench/run_bench.sh
 bench: deps-bench
 	$(call configure,$(BENCH_DIR),-DCMAKE_BUILD_TYPE=Release -DUDIAG_BUILD_BENCH=ON -DUDIAG_BUILD_TESTS=OFF)
@@ -112,7 +133,7 @@ install: build
 
 ## clean: remove every build directory
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) $(BENCH_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) $(BENCH_DIR) $(FUZZ_DIR)
 
 ## deps: install every missing Debian package of every group
 deps:
@@ -124,6 +145,8 @@ deps-test:
 	$(INSTALL_DEPS) $(DEPS_TEST)
 deps-bench:
 	$(INSTALL_DEPS) $(DEPS_BENCH)
+deps-fuzz:
+	$(INSTALL_DEPS) $(DEPS_FUZZ)
 
 ## help: this list
 help:
@@ -137,4 +160,6 @@ help:
 	@echo "  CMAKE_ARGS    extra options for every configure [$(CMAKE_ARGS)]"
 	@echo "  CTEST_JOBS    parallel tests [$(CTEST_JOBS)];  TEST_TIMEOUT  seconds per test [$(TEST_TIMEOUT)]"
 	@echo "  CTEST_ARGS    extra ctest options, e.g. CTEST_ARGS='-R ring'"
+	@echo "  FUZZ_SECONDS  seconds per fuzz harness for make fuzz [$(FUZZ_SECONDS)]"
+	@echo "  FUZZ_TEST_SECONDS  seconds per fuzz harness in make test [$(FUZZ_TEST_SECONDS)]"
 	@echo "  UDIAG_SKIP_DEPS=1  do not check or install Debian packages"

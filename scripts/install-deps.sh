@@ -10,6 +10,7 @@
 #   fuse   libfuse3 (FUSE mount) and Zydis (instruction decoder)
 #   clickhouse  the ClickHouse server and client that `udiag export`'s
 #          integration test and bench start
+#   fuzzing  clang and its sanitizer/libFuzzer run-times (make fuzz, make test)
 #   all    every group above
 #
 # Idempotent: asks dpkg-query which packages are missing; when none are, it
@@ -27,11 +28,12 @@ declare -A GROUPS_PKGS=(
   [bench]="libbenchmark-dev liblttng-ust-dev lttng-tools"
   [fuse]="libfuse3-dev fuse3 libzydis-dev"
   [clickhouse]="clickhouse-server clickhouse-client"
+  [fuzzing]="clang libclang-rt-14-dev"
 )
-ALL_GROUPS=(build test bench fuse clickhouse)
+ALL_GROUPS=(build test bench fuse clickhouse fuzzing)
 
 usage() {
-  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 if [[ "${UDIAG_SKIP_DEPS:-0}" == 1 ]]; then

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -32,12 +33,21 @@ ErrorOr<ScopedFd> ListenSeqpacket(const std::string& path, int backlog) {
   return fd;
 }
 
-ErrorOr<ScopedFd> ConnectSeqpacket(const std::string& path) {
+ErrorOr<ScopedFd> ConnectSeqpacket(const std::string& path, uint32_t timeout_ms) {
   sockaddr_un addr;
   if (int err = MakeAddress(path, &addr)) return Errno{err};
   ScopedFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
   if (!fd) return Errno{errno};
+  if (timeout_ms != 0) {
+    // A Unix socket's connect waits for backlog room under SO_SNDTIMEO.
+    const timeval tv{static_cast<time_t>(timeout_ms / 1000), static_cast<suseconds_t>(timeout_ms % 1000 * 1000)};
+    if (::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
+        ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+      return Errno{errno};
+    }
+  }
   while (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0) {
+    if (errno == EAGAIN && timeout_ms != 0) return Errno{ETIMEDOUT};
     if (errno != EINTR) return Errno{errno};
   }
   return fd;
@@ -80,7 +90,7 @@ ErrorOr<PeerCredentials> GetPeerCredentials(int fd) {
   return out;
 }
 
-int SendMessage(int fd, std::span<const uint8_t> data, std::span<const int> fds) {
+int SendMessage(int fd, std::span<const uint8_t> data, std::span<const int> fds, bool dontwait) {
   if (data.size() > kMaxMessageBytes || fds.size() > kMaxMessageFds) return EMSGSIZE;
   iovec iov{const_cast<uint8_t*>(data.data()), data.size()};
   msghdr msg{};
@@ -97,7 +107,7 @@ int SendMessage(int fd, std::span<const uint8_t> data, std::span<const int> fds)
     std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
   }
   for (;;) {
-    if (::sendmsg(fd, &msg, MSG_NOSIGNAL) >= 0) return 0;
+    if (::sendmsg(fd, &msg, MSG_NOSIGNAL | (dontwait ? MSG_DONTWAIT : 0)) >= 0) return 0;
     if (errno != EINTR) return errno;
   }
 }

@@ -29,7 +29,10 @@ struct PeerCredentials {
 
 // Binds and listens at `path` (an existing stale socket file is replaced).
 ErrorOr<ScopedFd> ListenSeqpacket(const std::string& path, int backlog = 64);
-ErrorOr<ScopedFd> ConnectSeqpacket(const std::string& path);
+// With `timeout_ms`, the connect (when the listener's backlog is full) and
+// every later blocking send and receive on the socket give up after that
+// long: connect with ETIMEDOUT, sends and receives with EAGAIN.
+ErrorOr<ScopedFd> ConnectSeqpacket(const std::string& path, uint32_t timeout_ms = 0);
 ErrorOr<ScopedFd> AcceptSeqpacket(int listen_fd);
 // A connected pair, both ends close-on-exec unless `cloexec` is false for the first.
 int SeqpacketPair(ScopedFd* first, ScopedFd* second, bool first_cloexec = true);
@@ -37,8 +40,9 @@ int SeqpacketPair(ScopedFd* first, ScopedFd* second, bool first_cloexec = true);
 ErrorOr<PeerCredentials> GetPeerCredentials(int fd);
 
 // Sends one message with `fds` attached. Returns 0 or errno (EPIPE when the
-// peer is gone; never raises SIGPIPE).
-int SendMessage(int fd, std::span<const uint8_t> data, std::span<const int> fds = {});
+// peer is gone; never raises SIGPIPE). `dontwait` makes it return EAGAIN
+// instead of blocking when the socket's buffer is full.
+int SendMessage(int fd, std::span<const uint8_t> data, std::span<const int> fds = {}, bool dontwait = false);
 
 // Receives one message into `data` (resized to the message) and the fds that
 // came with it. Returns 0, ECONNRESET at end of stream, EMSGSIZE if the message

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "base/client_timeout.h"
 #include "base/daemon_dir.h"
 #include "base/unix_socket.h"
 
@@ -38,7 +39,7 @@ int MillisecondsUntil(Clock::time_point deadline) {
 bool IsNoDaemonError(int err) { return err == ENOENT || err == ECONNREFUSED; }
 
 ErrorOr<ConsumerClient> ConsumerClient::Connect(const std::string& dir) {
-  auto fd = base::ConnectSeqpacket(base::ControlSocketPath(base::ResolveDaemonDir(dir)));
+  auto fd = base::ConnectSeqpacket(base::ControlSocketPath(base::ResolveDaemonDir(dir)), base::ClientTimeoutMs());
   if (!fd.ok()) return Errno{fd.error()};
   ConsumerClient client(std::move(fd).value());
   if (int err = client.Call(ipc::MsgType::kHello, Encode(ipc::Hello{.role = ipc::Role::kConsumer}))) {
@@ -87,7 +88,7 @@ ErrorOr<ConsumerClient::RecordStreamFds> ConsumerClient::OpenRecordStream(const 
   ipc::MessageHeader header;
   std::string body;
   std::vector<base::ScopedFd> fds;
-  if (int err = ReceiveFor(seq, -1, &header, &body, &fds)) return Errno{err};
+  if (int err = ReceiveBounded(seq, &header, &body, &fds)) return Errno{err};
   if (header.type != ipc::MsgType::kReply) return Errno{EPROTO};
   if (header.error != 0) return Errno{header.error > 0 ? header.error : EPROTO};
   if (fds.size() != 2) return Errno{EPROTO};
@@ -128,7 +129,7 @@ int ConsumerClient::SendRequest(ipc::MsgType type, const ipc::Encoder& body, uin
   *seq = next_seq_++;
   ipc::Encoder message = ipc::StartMessage(type, *seq);
   message.bytes().insert(message.bytes().end(), body.bytes().begin(), body.bytes().end());
-  return base::SendMessage(fd_.get(), message.bytes());
+  return base::TimeoutErrno(base::SendMessage(fd_.get(), message.bytes()));
 }
 
 int ConsumerClient::ReceiveFor(uint32_t seq, int timeout_ms, ipc::MessageHeader* header, std::string* body,
@@ -154,11 +155,22 @@ int ConsumerClient::ReceiveFor(uint32_t seq, int timeout_ms, ipc::MessageHeader*
   }
 }
 
+int ConsumerClient::ReceiveBounded(uint32_t seq, ipc::MessageHeader* header, std::string* body,
+                                   std::vector<base::ScopedFd>* fds) {
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(base::ClientTimeoutMs());
+  for (;;) {
+    // ReceiveFor reports a signal as a timeout too: only the deadline ends the wait.
+    int err = ReceiveFor(seq, MillisecondsUntil(deadline), header, body, fds);
+    if (err != ETIMEDOUT || Clock::now() >= deadline) return err;
+  }
+}
+
 int ConsumerClient::CollectReply(uint32_t seq, std::string* data) {
   for (;;) {
     ipc::MessageHeader header;
     std::string body;
-    if (int err = ReceiveFor(seq, -1, &header, &body)) return err;
+    // The bound is on the daemon's silence: a long answer may take its time.
+    if (int err = ReceiveBounded(seq, &header, &body)) return err;
     if (header.type == ipc::MsgType::kReply) return header.error >= 0 ? header.error : EPROTO;
     if (header.type != ipc::MsgType::kData || !data) return EPROTO;
     data->append(body);

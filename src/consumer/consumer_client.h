@@ -36,7 +36,9 @@ class ConsumerClient {
   ConsumerClient& operator=(ConsumerClient&&) = default;
 
   // Each call returns the daemon's errno, or the transport's (ECONNRESET
-  // when the daemon went away, EPROTO when it sent something unexpected).
+  // when the daemon went away, EPROTO when it sent something unexpected,
+  // ETIMEDOUT when it did not answer within UDIAG_TIMEOUT_MS, see
+  // base/client_timeout.h).
   base::ErrorOr<std::string> Read(const std::string& path);
   // `append` is ">>"; otherwise ">", which for example clears `trace`.
   int Write(const std::string& path, std::string_view text, bool append);
@@ -89,7 +91,12 @@ class ConsumerClient {
   // Descriptors that come with it go to `fds` if given, else are closed.
   int ReceiveFor(uint32_t seq, int timeout_ms, ipc::MessageHeader* header, std::string* body,
                  std::vector<base::ScopedFd>* fds = nullptr);
-  // Collects the data chunks of `seq` up to its reply; returns the reply's error.
+  // ReceiveFor within base::ClientTimeoutMs() (UDIAG_TIMEOUT_MS): ETIMEDOUT
+  // when the daemon stays silent that long.
+  int ReceiveBounded(uint32_t seq, ipc::MessageHeader* header, std::string* body,
+                     std::vector<base::ScopedFd>* fds = nullptr);
+  // Collects the data chunks of `seq` up to its reply; returns the reply's
+  // error, or ETIMEDOUT when the daemon is silent for ClientTimeoutMs().
   int CollectReply(uint32_t seq, std::string* data);
   // A plain request whose answer is a reply, possibly preceded by data chunks.
   int Call(ipc::MsgType type, const ipc::Encoder& body, std::string* data = nullptr);

@@ -76,6 +76,12 @@ std::string TreePath(const char* path) {
 
 bool IsTransportError(int err) { return err == ECONNRESET || err == EPIPE || err == EPROTO || err == ENOTCONN; }
 
+// Text a trace_pipe open holds for its reader. When the reader stops, the
+// stream thread stops taking text from the daemon, whose instance buffer then
+// fills and drops (and counts) events: the reader sees [LOST N EVENTS] lines
+// where they were lost, as from ftrace, and this process stays small.
+constexpr size_t kMaxPipeBufferBytes = 1 << 20;
+
 // A trace_pipe open: its own connection streams on a thread into `buffer`.
 struct PipeReader {
   std::mutex mu;
@@ -257,7 +263,8 @@ void PipeThread(PipeReader* reader, ConsumerClient client, std::string path) {
   int err = client.StreamPipe(
       path,
       [reader](std::string_view chunk) {
-        std::lock_guard lock(reader->mu);
+        std::unique_lock lock(reader->mu);
+        reader->cv.wait(lock, [&] { return reader->buffer.size() < kMaxPipeBufferBytes || reader->stop.load(); });
         reader->buffer.append(chunk);
         reader->cv.notify_all();
         reader->NotifyPoll();
@@ -324,6 +331,7 @@ int OpRead(const char*, char* buf, size_t size, off_t offset, fuse_file_info* fi
   size_t n = std::min(size, reader->buffer.size());
   std::memcpy(buf, reader->buffer.data(), n);
   reader->buffer.erase(0, n);
+  reader->cv.notify_all();  // the stream thread may wait for room
   return static_cast<int>(n);
 }
 
@@ -354,7 +362,11 @@ int OpFlush(const char*, fuse_file_info* fi) {
 int OpRelease(const char*, fuse_file_info* fi) {
   OpenFile* file = GetFile(fi);
   if (file->pipe) {
-    file->pipe->stop = true;
+    {
+      std::lock_guard lock(file->pipe->mu);
+      file->pipe->stop = true;
+      file->pipe->cv.notify_all();
+    }
     if (file->pipe->thread.joinable()) file->pipe->thread.join();
     std::lock_guard lock(file->pipe->mu);
     if (file->pipe->poll_handle) {

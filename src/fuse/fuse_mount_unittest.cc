@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -178,6 +180,68 @@ TEST_F(FuseMountTest, TracePipeReadIsInterruptible) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   // The server survived the interruption.
   EXPECT_EQ(Run("cat tracing_on").out, "1\n");
+}
+
+// Resident memory of the process serving `mountpoint` (`udiag mount`), in KiB,
+// or -1 when it is not found.
+long MountServerRssKb(const std::string& mountpoint) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string cmdline = ReadAll(entry.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(" mount ") == std::string::npos || cmdline.find(mountpoint) == std::string::npos) continue;
+    std::istringstream status(ReadAll(entry.path().string() + "/status"));
+    for (std::string line; std::getline(status, line);) {
+      if (line.starts_with("VmRSS:")) return std::stol(line.substr(6));
+    }
+  }
+  return -1;
+}
+
+// A trace_pipe reader that stops reading costs the mount server bounded
+// memory; the events it missed are counted and shown as [LOST N EVENTS].
+TEST_F(FuseMountTest, StoppedTracePipeReaderLosesEventsInsteadOfGrowingTheServer) {
+  // Rounds small enough for the producer's ring and the daemon's 2 MiB
+  // buffer, with pauses for the daemon to hand them on: some 20 MB of
+  // trace_pipe text in all, which the server must not keep.
+  constexpr int kRounds = 10, kPerRound = 30000, kEvents = kRounds * kPerRound;
+  auto client = ConsumerClient::Connect(daemon_->dir());
+  ASSERT_TRUE(client.ok());
+  ASSERT_EQ(client->Write("buffer_size_kb", "2048", false), 0);
+  ASSERT_EQ(client->AutoEnable("flood"), 0);
+  int fd = open((mnt_ + "/trace_pipe").c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(fd, 0);
+  const long rss_before = MountServerRssKb(mnt_);
+  ASSERT_GT(rss_before, 0);
+
+  std::string producer = "UDIAG_DIR='" + daemon_->dir() + "' '" + BinDir() + "/hammer_producer' flood " +
+                         std::to_string(kPerRound);
+  for (int round = 0; round < kRounds; ++round) {
+    ASSERT_EQ(Run(producer + " >/dev/null", /*in_mount=*/false).status, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  EXPECT_LT(MountServerRssKb(mnt_) - rss_before, 8 * 1024) << "KiB grown while the reader stood still";
+
+  std::string text;
+  char buf[65536];
+  for (int idle_polls = 0; idle_polls < 20;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n > 0) {
+      text.append(buf, n);
+      idle_polls = 0;
+    } else {
+      ++idle_polls;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  close(fd);
+  long lines = 0, lost = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("flood: seq=") != std::string::npos) ++lines;
+    if (size_t at = line.find("[LOST "); at != std::string::npos) lost += std::stol(line.substr(at + 6));
+  }
+  EXPECT_GT(lost, 0);
+  EXPECT_EQ(lines + lost, kEvents) << lines << " lines, " << lost << " lost";
 }
 
 TEST_F(FuseMountTest, InstancesAreMadeAndRemovedWithMkdirAndRmdir) {

@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <thread>
 
+#include "base/client_timeout.h"
 #include "base/daemon_dir.h"
 #include "base/unix_socket.h"
 #include "producer/data_files.h"
@@ -83,7 +85,8 @@ Client* Client::Get() {
 }
 
 int Client::Connect(int forked_from) {
-  auto fd = base::ConnectSeqpacket(base::ControlSocketPath(base::ResolveDaemonDir("")));
+  // Bounded: every blocking send and receive on it times out (client_timeout.h).
+  auto fd = base::ConnectSeqpacket(base::ControlSocketPath(base::ResolveDaemonDir("")), base::ClientTimeoutMs());
   if (!fd.ok()) return fd.error() == ECONNREFUSED ? ENOENT : fd.error();
   conn_ = std::move(fd).value();
   ipc::Encoder hello;
@@ -115,11 +118,13 @@ int Client::CallDirect(ipc::MsgType type, const ipc::Encoder* body, std::span<co
   uint32_t seq = next_seq_++;
   ipc::Encoder e = ipc::StartMessage(type, seq);
   if (body) e.bytes().insert(e.bytes().end(), body->bytes().begin(), body->bytes().end());
-  if (int err = base::SendMessage(conn_.get(), e.bytes(), fds)) return err;
+  if (int err = base::SendMessage(conn_.get(), e.bytes(), fds)) return base::TimeoutErrno(err);
   for (;;) {
     std::vector<uint8_t> bytes;
     std::vector<base::ScopedFd> got;
-    if (int err = base::ReceiveMessage(conn_.get(), &bytes, &got)) return err == ECONNRESET ? ENOTCONN : err;
+    if (int err = base::ReceiveMessage(conn_.get(), &bytes, &got)) {
+      return err == ECONNRESET ? ENOTCONN : base::TimeoutErrno(err);
+    }
     ipc::MessageHeader header;
     ipc::Decoder d({});
     if (!ipc::SplitMessage(bytes, &header, &d)) return EPROTO;
@@ -146,10 +151,25 @@ int Client::Call(ipc::MsgType type, const ipc::Encoder* body, std::span<const in
   pending_[seq] = &call;
   if (int err = base::SendMessage(conn_.get(), e.bytes(), fds)) {
     pending_.erase(seq);
-    return err == EPIPE ? ENOTCONN : err;
+    return err == EPIPE ? ENOTCONN : base::TimeoutErrno(err);
   }
-  replied_.wait(lock, [&] { return call.done; });
+  if (!replied_.wait_for(lock, std::chrono::milliseconds(base::ClientTimeoutMs()), [&] { return call.done; })) {
+    // Not answered in time; a late reply finds no caller and is dropped.
+    if (pending_.erase(seq) != 0) return ETIMEDOUT;
+    // The agent took the reply just now and is handing it over: `call` must
+    // outlive that.
+    replied_.wait(lock, [&] { return call.done; });
+  }
   return 0;  // reply->error says how it went (ENOTCONN if the daemon went away)
+}
+
+int Client::Post(ipc::MsgType type, const ipc::Encoder* body, std::span<const int> fds) {
+  std::lock_guard lock(mu_);
+  if (dead_) return ENOTCONN;
+  ipc::Encoder e = ipc::StartMessage(type, next_seq_++);
+  if (body) e.bytes().insert(e.bytes().end(), body->bytes().begin(), body->bytes().end());
+  const int err = base::SendMessage(conn_.get(), e.bytes(), fds, /*dontwait=*/true);
+  return err == EPIPE ? ENOTCONN : err;
 }
 
 void Client::AgentLoop(int fd) {
@@ -164,7 +184,8 @@ void Client::AgentLoop(int fd) {
   for (;;) {
     std::vector<base::ScopedFd> fds;
     int err = base::ReceiveMessage(fd, &bytes, &fds);
-    if (err == EMSGSIZE) continue;
+    // EAGAIN: the socket's receive timeout, which only the calls need.
+    if (err == EMSGSIZE || err == EAGAIN) continue;
     if (err) break;
     ipc::MessageHeader header;
     ipc::Decoder body({});

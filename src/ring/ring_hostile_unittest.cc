@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/scoped_fd.h"
+#include "base/tsc.h"
 #include "gtest/gtest.h"
 #include "ring/ring_reader.h"
 #include "ring/ring_test_util.h"
@@ -281,6 +282,26 @@ TEST(RingHostileTest, ForgedSharedTailIsIgnored) {
   EXPECT_EQ(seen, (std::vector<uint64_t>{0, 1, 2, 3, 4}));
   EXPECT_FALSE(reader->broken());
   EXPECT_EQ(ring.header()->tail.load(), 5u * 24);
+}
+
+// The audit's `[LOST 18397831423807001231 EVENTS]`: the lost counter is the
+// producer's word, so a jump is clamped to what one thread could have lost in
+// the time between two reads (one per nanosecond plus a little slack).
+TEST(RingHostileTest, ForgedLostCounterIsClampedToWhatWasPossible) {
+  TestRing ring(4096);
+  const uint64_t mapped_ns = base::MonotonicNs();
+  auto reader = ring.Reader();
+  ASSERT_NE(reader, nullptr);
+  ring.header()->lost.store(18397831423807001231u);
+  const uint64_t lost = reader->TakeLost();
+  const uint64_t elapsed_ns = base::MonotonicNs() - mapped_ns;
+  EXPECT_GT(lost, 0u);
+  EXPECT_LE(lost, elapsed_ns + 4096);
+  // The excess is gone for good, not reported later.
+  EXPECT_EQ(reader->TakeLost(), 0u);
+  // Honest losses after it are counted in full.
+  ring.header()->lost.store(18397831423807001231u + 7);
+  EXPECT_EQ(reader->TakeLost(), 7u);
 }
 
 uint64_t Checksum(const uint8_t* p, size_t n) {

@@ -8,12 +8,19 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/tsc.h"
 #include "ring/ring_futex.h"
 
 namespace udiag::ring {
 namespace {
 
 bool IsPowerOfTwo(uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
+
+// A lost event is one failed reserve, which costs its thread more than a
+// nanosecond: the lost counter cannot honestly grow faster than that. The
+// slack keeps a coarse clock from hiding real losses.
+constexpr uint64_t kMaxLostPerNs = 1;
+constexpr uint64_t kLostSlack = 4096;
 
 // The fields the producer writes once, read once: the live header may change.
 struct FixedFields {
@@ -75,7 +82,8 @@ RingReader::RingReader(void* base, size_t map_bytes, uint32_t data_size, uint32_
       clock_(clock),
       tail_(tail),
       published_tail_(tail),
-      head_(tail) {}
+      head_(tail),
+      lost_checked_ns_(base::MonotonicNs()) {}
 
 RingReader::~RingReader() { munmap(header_, map_bytes_); }
 
@@ -118,8 +126,12 @@ void RingReader::WakeWaitingWriter() {
 
 uint64_t RingReader::TakeLost() {
   const uint64_t lost = header_->lost.load(std::memory_order_relaxed);
+  const uint64_t now = base::MonotonicNs();
+  const uint64_t possible = (now - lost_checked_ns_) * kMaxLostPerNs + kLostSlack;
+  lost_checked_ns_ = now;
   if (lost <= lost_seen_) return 0;
-  const uint64_t increase = lost - lost_seen_;
+  // A larger jump is a lie (or garbage): count what could have been lost.
+  const uint64_t increase = std::min(lost - lost_seen_, possible);
   lost_seen_ = lost;
   return increase;
 }

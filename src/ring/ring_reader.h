@@ -128,6 +128,9 @@ class RingReader {
 
   // Increase of the producer's lost counter since the last call; a counter
   // that goes backwards gives 0 until it passes its highest value again.
+  // The counter is the producer's word: an increase is clamped to what one
+  // thread could have lost since the last call (one event per nanosecond,
+  // plus a little slack), so a hostile ring cannot report 2^64 losses.
   uint64_t TakeLost();
 
   bool broken() const { return broken_; }
@@ -171,6 +174,7 @@ class RingReader {
   uint64_t published_tail_;  // last value stored to the shared tail
   uint64_t head_;            // last checked snapshot of the shared head
   uint64_t lost_seen_ = 0;
+  uint64_t lost_checked_ns_;  // when TakeLost last read the counter (or Map)
   bool broken_ = false;
   bool writer_may_wait_ = false;
   alignas(8) uint8_t buffer_[kMaxPayload];

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of fuzz/corpus/<harness>/ (committed; rerun after
+changing a harness's input format). Inputs come from the unit tests' examples
+and the trace testdata; TRACE_DIR must hold `udiag convert` outputs of
+src/record/tracedat/testdata/kernel_mono.dat: ctf/ (CTF) and udiag.dat.
+
+  python3 fuzz/make_seeds.py TRACE_DIR
+"""
+import os
+import shutil
+import struct
+import sys
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+def seed(harness, name, data):
+    d = os.path.join(ROOT, "corpus", harness)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+
+
+def schema():
+    record = struct.pack("<HBBi", 1000, 0, 0, 42) + struct.pack("<I", 5) + b"hello\0\0\0" + \
+        struct.pack("<I", (6 << 16) | 24) + b"world\0"
+    seed("schema_registration_fuzzer", "ints", "test u32 count; s64 delta; char c\0" + "x" * 16)
+    seed("schema_registration_fuzzer", "array_loc", b"test u32 n; char[8] s; __data_loc char[] d\0" + record)
+    seed("schema_registration_fuzzer", "rel_loc", "u:other char[20] msg; __rel_loc char[] data\0" + "a" * 40)
+    seed("schema_registration_fuzzer", "struct", "u:s struct foo 16 f; unsigned int x")
+    seed("schema_registration_fuzzer", "delete", "-:user_events/test u32 count")
+    seed("schema_registration_fuzzer", "eventheader",
+         "MyProvider_L5K1 u8 eventheader_flags;u8 version;u16 id;u16 tag;u8 opcode;u8 level")
+
+
+def eventheader():
+    common = bytes([0x2A, 0, 0, 0, 0x10, 0, 0, 0])
+    metadata = b"MyEvent\0" + b"x\0" + bytes([4]) + b"msg\0" + bytes([7]) + b"v\0" + bytes([0x80 | 5, 3])
+    payload = struct.pack("<I", 5) + b"hi\0" + struct.pack("<Q", 7)
+    header = bytes([0x01 | 0x02 | 0x04, 0]) + struct.pack("<HHBB", 7, 0, 1, 4)
+    ext = struct.pack("<HH", len(metadata), 1) + metadata
+    seed("eventheader_fuzzer", "fields", common + header + ext + payload)
+    activity = bytes(range(16))
+    ext2 = struct.pack("<HH", 16, 2 | 0x8000) + activity + ext
+    seed("eventheader_fuzzer", "activity", common + header + ext2 + payload)
+    seed("eventheader_fuzzer", "no_metadata", common + bytes([0x03, 0]) + struct.pack("<HHBB", 0, 0, 0, 4) + b"\1\2")
+
+
+def ipc():
+    def msg(t, body):
+        return struct.pack("<IIiI", t, 1, 0, 0) + body
+
+    def text(s):
+        return struct.pack("<I", len(s)) + s
+
+    seed("ipc_protocol_fuzzer", "hello", msg(1, struct.pack("<IIi", 1, 1, 0)))
+    seed("ipc_protocol_fuzzer", "register",
+         msg(11, struct.pack("<HQBB", 0, 0x1000, 3, 4) + text(b"test u32 count")))
+    seed("ipc_protocol_fuzzer", "inherit", msg(16, struct.pack("<I", 1) + struct.pack("<IQBB", 1000, 0x2000, 1, 4)))
+    seed("ipc_protocol_fuzzer", "tree_write", msg(31, text(b"dynamic_events") + text(b"u:a u32 b") + bytes([1])))
+    seed("ipc_protocol_fuzzer", "event_info", msg(100, struct.pack("<IBIII", 0, 1, 1000, 12, 1) + struct.pack("<IBB", 8, 0, 1)))
+
+
+def ring():
+    def record(t, payload):
+        size = 16 + len(payload)
+        raw = struct.pack("<IHHQ", size, t, 0, 123456) + payload
+        return raw + b"\0" * (-len(raw) % 8)
+
+    data = record(1000, b"\0" * 8 + struct.pack("<I", 5)) + record(1001, b"x" * 40)
+    seed("ring_reader_fuzzer", "two_records", struct.pack("<QQQ", len(data), 0, 0) + data)
+    pad_to_end = 4096 - 64
+    wrapped = record(1000, b"a" * 24) + b"\0" * (pad_to_end - 40) + struct.pack("<IHH", 64, 0, 0) + b"\0" * 56
+    seed("ring_reader_fuzzer", "wrap", struct.pack("<QQQ", 4096 + 40, pad_to_end, 3) + wrapped)
+
+
+def tracefs():
+    ops = ["adynamic_events\tu:test u32 count\nu:other char[20] msg; __rel_loc char[] data\n",
+           "wevents/user_events/test/enable\t1\n", "aset_event\tuser_events:other\n",
+           "minstances/foo", "winstances/foo/set_event\t*:*", "winstances/foo/tracing_on\t0",
+           "wbuffer_size_kb\t64", "woptions/overwrite\t1", "Rtrace", "Rset_event",
+           "Revents/user_events/test/format", "ruser_events_status", "rinstances/foo",
+           "wdynamic_events\t!u:test u32 count"]
+    seed("tracefs_write_fuzzer", "session", "\0".join(ops))
+    seed("tracefs_write_fuzzer", "enable_all", "adynamic_events\tu:a\0wevents/enable\t1\0Rtrace\0wtrace\t")
+
+
+def traces(trace_dir):
+    shutil.copy(os.path.join(ROOT, "..", "src/record/tracedat/testdata/kernel_mono.dat"),
+                os.path.join(ROOT, "corpus", "tracedat_reader_fuzzer", "kernel_mono.dat"))
+    shutil.copy(os.path.join(trace_dir, "udiag.dat"), os.path.join(ROOT, "corpus", "tracedat_reader_fuzzer", "udiag.dat"))
+    ctf = os.path.join(trace_dir, "ctf")
+    metadata = open(os.path.join(ctf, "metadata"), "rb").read()
+    for stream in sorted(os.listdir(ctf)):
+        if stream != "metadata":
+            seed("ctf_reader_fuzzer", stream, metadata + b"\0" + open(os.path.join(ctf, stream), "rb").read())
+
+
+def mmio():
+    regs = struct.pack("<23Q", *([0x1000] * 23))
+    for name, code in [("mov_load", "8b4710"), ("mov_store_imm", "c7471001000000"), ("lock_add", "f0014708"),
+                       ("rep_movsb", "f3a4"), ("movdqu", "f30f6f07"), ("vmovdqu", "c5fe6f07"),
+                       ("cmpxchg16b", "f0480fc70f"), ("push_mem", "ff7708")]:
+        seed("mmio_decoder_fuzzer", name, bytes.fromhex(code).ljust(15, b"\x90") + regs)
+
+
+if __name__ == "__main__":
+    os.makedirs(os.path.join(ROOT, "corpus", "tracedat_reader_fuzzer"), exist_ok=True)
+    schema()
+    eventheader()
+    ipc()
+    ring()
+    tracefs()
+    traces(sys.argv[1])
+    mmio()
