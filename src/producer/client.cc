@@ -163,15 +163,6 @@ int Client::Call(ipc::MsgType type, const ipc::Encoder* body, std::span<const in
   return 0;  // reply->error says how it went (ENOTCONN if the daemon went away)
 }
 
-int Client::Post(ipc::MsgType type, const ipc::Encoder* body, std::span<const int> fds) {
-  std::lock_guard lock(mu_);
-  if (dead_) return ENOTCONN;
-  ipc::Encoder e = ipc::StartMessage(type, next_seq_++);
-  if (body) e.bytes().insert(e.bytes().end(), body->bytes().begin(), body->bytes().end());
-  const int err = base::SendMessage(conn_.get(), e.bytes(), fds, /*dontwait=*/true);
-  return err == EPIPE ? ENOTCONN : err;
-}
-
 void Client::AgentLoop(int fd) {
   pthread_setname_np(pthread_self(), "udiag-agent");
   // The agent never handles signals meant for the program.

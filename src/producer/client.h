@@ -58,10 +58,6 @@ class Client {
   // runs on the agent thread before any later message is handled.
   int Call(ipc::MsgType type, const ipc::Encoder* body, std::span<const int> fds, Reply* reply,
            std::function<void(const Reply&)> on_reply = {});
-  // Sends a request without waiting, neither for room in the socket (EAGAIN
-  // when there is none) nor for the reply, which is dropped: for the write
-  // path, which must never block on the daemon.
-  int Post(ipc::MsgType type, const ipc::Encoder* body, std::span<const int> fds);
 
   bool HasEnabler(uint64_t addr, uint8_t bit);
   // Agent-thread helpers for Call's on_reply: keep the local enabler list

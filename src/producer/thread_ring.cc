@@ -45,13 +45,15 @@ bool RenewThreadRing() {
   ring::RingMapping m;
   auto clock = static_cast<ring::ClockDomain>(g_fast.clock.load());
   if (ring::CreateRing(g_fast.ring_bytes.load(), gettid(), clock, &m) != 0) return false;
-  // Posted, not called: the write path never waits for the daemon. Records
-  // written before the daemon maps the ring wait in it.
+  // Called, not posted: the reply comes once the daemon has mapped the ring
+  // and set its full_wait_ms, so a --block recording's first records wait
+  // instead of being dropped. The call is bounded by UDIAG_TIMEOUT_MS.
+  Reply reply;
   int fds[] = {m.fd};
-  int err = client->Post(ipc::MsgType::kAddRing, nullptr, fds);
+  int err = client->Call(ipc::MsgType::kAddRing, nullptr, fds, &reply);
   close(m.fd);
   m.fd = -1;
-  if (err) {
+  if (err || reply.error) {
     Unmap(m);
     return false;
   }
