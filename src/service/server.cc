@@ -623,7 +623,7 @@ int Server::OnAutoEnable(Connection& conn, ipc::Decoder& body) {
   if (!req.Decode(body)) return EPROTO;
   if (!conn.caller.consumer) return EACCES;
   if (!instances_->Find(req.instance)) return ENOENT;
-  conn.auto_rules.push_back({req.glob, req.instance});
+  conn.auto_rules.push_back({req.glob, req.instance, req.filter});
   for (Event* e : registry_->Events()) ApplyAutoEnable(conn, *e);
   return 0;
 }
@@ -689,6 +689,7 @@ void Server::ApplyAutoEnable(Connection& conn, Event& event) {
     Instance* instance = instances_->Find(rule.instance);
     if (!instance) continue;
     conn.auto_enabled.insert(key);
+    if (!rule.filter.empty()) instance->filters().Write(event, rule.filter, &instance->error_log());
     if (auto_holds_[key]++ == 0 && !instance->IsEnabled(event.id)) {
       auto_turned_on_.insert(key);
       instances_->SetEnabled(*instance, &event, true);
