@@ -688,8 +688,9 @@ void Server::ApplyAutoEnable(Connection& conn, Event& event) {
     if (fnmatch(rule.glob.c_str(), has_system ? full.c_str() : event.tp_name.c_str(), 0) != 0) continue;
     Instance* instance = instances_->Find(rule.instance);
     if (!instance) continue;
+    // A filter that does not parse for the event keeps it off (the error is in its filter file and error_log).
+    if (!rule.filter.empty() && instance->filters().Write(event, rule.filter, &instance->error_log())) continue;
     conn.auto_enabled.insert(key);
-    if (!rule.filter.empty()) instance->filters().Write(event, rule.filter, &instance->error_log());
     if (auto_holds_[key]++ == 0 && !instance->IsEnabled(event.id)) {
       auto_turned_on_.insert(key);
       instances_->SetEnabled(*instance, &event, true);

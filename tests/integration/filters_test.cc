@@ -149,6 +149,17 @@ TEST_F(FiltersTest, UdiagTraceFilterAppliesToThePrecedingEvent) {
             2);
 }
 
+// An auto-enable rule's filter reaches events created later; where it does
+// not parse, the event stays off and says why.
+TEST_F(FiltersTest, AutoEnableFilterAppliesToLaterEvents) {
+  ASSERT_EQ(client_->AutoEnable("late_*", "", "seq == 1"), 0);
+  ASSERT_EQ(client_->Write("dynamic_events", "u:late_ok u32 seq\nu:late_bad u64 value", true), 0);
+  EXPECT_EQ(Read("events/user_events/late_ok/enable"), "1\n");
+  EXPECT_EQ(Read("events/user_events/late_ok/filter"), "seq == 1\n");
+  EXPECT_EQ(Read("events/user_events/late_bad/enable"), "0\n");
+  EXPECT_EQ(Read("events/user_events/late_bad/filter"), "seq == 1\n    ^\nparse_error: Field not found\n\n");
+}
+
 TEST_F(FiltersTest, UdiagRecordFilterAppliesInItsInstance) {
   TempDir tmp;
   const std::string dat = tmp.path() + "/f.dat", err = tmp.path() + "/err.txt", out = tmp.path() + "/report.txt";
