@@ -34,88 +34,74 @@ bool Matches(std::string_view text, uint32_t cpu = 2, std::string_view comm = "w
   return filter.Matches({record.span(), cpu, comm});
 }
 
+struct MatchCase {
+  std::string_view text;
+  bool match;
+};
+
+void ExpectMatches(std::initializer_list<MatchCase> cases, uint32_t cpu = 2, std::string_view comm = "worker") {
+  for (const MatchCase& c : cases) EXPECT_EQ(Matches(c.text, cpu, comm), c.match) << c.text;
+}
+
 TEST(FilterEvalTest, Numbers) {
-  EXPECT_TRUE(Matches("count == 5"));
-  EXPECT_FALSE(Matches("count != 5"));
-  EXPECT_TRUE(Matches("count == 0x5"));
-  EXPECT_TRUE(Matches("count == 05"));
-  EXPECT_TRUE(Matches("count > 4 && count >= 5 && count < 6 && count <= 5"));
-  EXPECT_TRUE(Matches("count & 4"));
-  EXPECT_FALSE(Matches("count & 2"));
-  EXPECT_TRUE(Matches("delta == -3"));
-  EXPECT_TRUE(Matches("delta < 0"));
-  EXPECT_TRUE(Matches("delta > -4"));
-  EXPECT_TRUE(Matches("small == -1 && small < 0"));
-  // Equality compares the value truncated to the field's size, as the kernel.
-  EXPECT_TRUE(Matches("count == 0x100000005"));
-  EXPECT_TRUE(Matches("small == 255"));
+  ExpectMatches({
+      {"count == 5", true}, {"count != 5", false}, {"count == 0x5", true}, {"count == 05", true},
+      {"count > 4 && count >= 5 && count < 6 && count <= 5", true}, {"count & 4", true}, {"count & 2", false},
+      {"delta == -3", true}, {"delta < 0", true}, {"delta > -4", true}, {"small == -1 && small < 0", true},
+      // Equality compares the value truncated to the field's size, as the kernel.
+      {"count == 0x100000005", true}, {"small == 255", true},
+  });
 }
 
 TEST(FilterEvalTest, CommonFields) {
-  EXPECT_TRUE(Matches("common_pid == 0x12345678"));
-  EXPECT_TRUE(Matches("common_type == 42"));
-  EXPECT_TRUE(Matches("common_flags == 1 && common_preempt_count == 2"));
+  ExpectMatches({{"common_pid == 0x12345678", true},
+                 {"common_type == 42", true},
+                 {"common_flags == 1 && common_preempt_count == 2", true}});
 }
 
 TEST(FilterEvalTest, FieldsOfOtherSizesNeverMatch) {
-  EXPECT_FALSE(Matches("blob == 513"));
-  EXPECT_FALSE(Matches("blob != 513"));
+  ExpectMatches({{"blob == 513", false}, {"blob != 513", false}});
 }
 
 TEST(FilterEvalTest, Cpu) {
-  EXPECT_TRUE(Matches("CPU == 2", 2));
-  EXPECT_TRUE(Matches("cpu != 3", 2));
-  EXPECT_TRUE(Matches("common_cpu >= 2 && common_cpu < 3", 2));
-  EXPECT_FALSE(Matches("CPU & 2", 2));  // no '&' for cpus in the kernel
+  ExpectMatches({{"CPU == 2", true},
+                 {"cpu != 3", true},
+                 {"common_cpu >= 2 && common_cpu < 3", true},
+                 {"CPU & 2", false}},  // no '&' for cpus in the kernel
+                2);
 }
 
 TEST(FilterEvalTest, Comm) {
-  EXPECT_TRUE(Matches("COMM == \"worker\""));
-  EXPECT_TRUE(Matches("comm != \"bash\""));
-  EXPECT_TRUE(Matches("comm ~ \"work*\""));
-  EXPECT_TRUE(Matches("comm ~ \"*ork*\""));
-  EXPECT_TRUE(Matches("comm ~ \"w?rk[a-z]r\""));
-  // The kernel's suffix match sees the 16 bytes of the comm, so only a
-  // 15-character name can end with the pattern.
-  EXPECT_FALSE(Matches("comm ~ \"*ker\""));
-  EXPECT_TRUE(Matches("comm ~ \"*ker\"", 0, "fifteen_charker"));
+  ExpectMatches({{"COMM == \"worker\"", true}, {"comm != \"bash\"", true}, {"comm ~ \"work*\"", true},
+                 {"comm ~ \"*ork*\"", true}, {"comm ~ \"w?rk[a-z]r\"", true},
+                 // The kernel's suffix match sees the 16 bytes of the comm, so only a
+                 // 15-character name can end with the pattern.
+                 {"comm ~ \"*ker\"", false}});
+  ExpectMatches({{"comm ~ \"*ker\"", true}}, 0, "fifteen_charker");
 }
 
 TEST(FilterEvalTest, StaticString) {
-  EXPECT_TRUE(Matches("name == \"bash\""));
-  EXPECT_FALSE(Matches("name == \"bas\""));
-  EXPECT_TRUE(Matches("name ~ \"ba*\""));
-  EXPECT_TRUE(Matches("name ~ \"*as*\""));
-  EXPECT_TRUE(Matches("name ~ \"b[a-c]sh\""));
-  EXPECT_TRUE(Matches("name ~ \"!zsh\""));
-  EXPECT_FALSE(Matches("name ~ \"!bash\""));
+  ExpectMatches({{"name == \"bash\"", true}, {"name == \"bas\"", false}, {"name ~ \"ba*\"", true},
+                 {"name ~ \"*as*\"", true}, {"name ~ \"b[a-c]sh\"", true}, {"name ~ \"!zsh\"", true},
+                 {"name ~ \"!bash\"", false},
+                 {"name == \"ba*\"", false}});  // "==" never globs
 }
 
 TEST(FilterEvalTest, DataLocAndRelLocStrings) {
-  EXPECT_TRUE(Matches("path == \"/usr/bin/ls\""));
-  EXPECT_TRUE(Matches("path ~ \"*/ls\""));
-  EXPECT_TRUE(Matches("path ~ \"/usr*\""));
-  EXPECT_TRUE(Matches("path ~ \"*bin*\""));
-  EXPECT_TRUE(Matches("path ~ \"/usr/*/l?\""));
-  EXPECT_FALSE(Matches("path ~ \"*/cat\""));
-  EXPECT_TRUE(Matches("tag == 'hi'"));
-  EXPECT_TRUE(Matches("tag != \"ho\""));
-}
-
-// "==" never globs; a pattern starting with a digit is matched whole.
-TEST(FilterEvalTest, GlobCharactersAreLiteralForEquality) {
-  EXPECT_FALSE(Matches("name == \"ba*\""));
+  ExpectMatches({{"path == \"/usr/bin/ls\"", true}, {"path ~ \"*/ls\"", true}, {"path ~ \"/usr*\"", true},
+                 {"path ~ \"*bin*\"", true}, {"path ~ \"/usr/*/l?\"", true}, {"path ~ \"*/cat\"", false},
+                 {"tag == 'hi'", true}, {"tag != \"ho\"", true}});
 }
 
 TEST(FilterEvalTest, PrecedenceAndNegation) {
-  EXPECT_TRUE(Matches("count == 1 || count == 5 && delta == -3"));
-  EXPECT_FALSE(Matches("(count == 1 || count == 5) && delta == 3"));
-  EXPECT_TRUE(Matches("count == 5 || count == 1 && delta == 3"));
-  EXPECT_TRUE(Matches("!count == 1"));
-  EXPECT_FALSE(Matches("!(count == 5 || delta == 1)"));
-  EXPECT_TRUE(Matches("!(count == 1 && delta == -3)"));
-  EXPECT_TRUE(Matches("!!(count == 5)"));
-  EXPECT_TRUE(Matches("count == 5 &&"));
+  ExpectMatches({{"count == 1 || count == 5 && delta == -3", true},
+                 {"(count == 1 || count == 5) && delta == 3", false},
+                 {"count == 5 || count == 1 && delta == 3", true},
+                 {"!count == 1", true},
+                 {"!(count == 5 || delta == 1)", false},
+                 {"!(count == 1 && delta == -3)", true},
+                 {"!!(count == 5)", true},
+                 {"count == 5 &&", true}});
 }
 
 TEST(FilterEvalTest, OutOfRangeLocNeverMatches) {

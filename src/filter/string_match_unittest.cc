@@ -2,57 +2,43 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace udiag::filter {
 namespace {
 
-StringMatch Parse(std::string_view pattern, bool* negate) { return ParseGlobPattern(pattern, negate); }
+struct PatternCase {
+  std::string_view pattern;
+  MatchKind kind;
+  std::string_view search;
+  bool negate;
+};
 
 TEST(StringMatchTest, PatternKinds) {
-  bool negate;
-  auto m = Parse("abc", &negate);
-  EXPECT_EQ(m.kind, MatchKind::kFull);
-  EXPECT_FALSE(negate);
-  m = Parse("abc*", &negate);
-  EXPECT_EQ(m.kind, MatchKind::kFront);
-  EXPECT_EQ(m.pattern, "abc");
-  m = Parse("*abc", &negate);
-  EXPECT_EQ(m.kind, MatchKind::kEnd);
-  EXPECT_EQ(m.pattern, "abc");
-  m = Parse("*abc*", &negate);
-  EXPECT_EQ(m.kind, MatchKind::kMiddle);
-  EXPECT_EQ(m.pattern, "abc");
-  m = Parse("a*c", &negate);
-  EXPECT_EQ(m.kind, MatchKind::kGlob);
-  EXPECT_EQ(m.pattern, "a*c");
-  m = Parse("*a?c", &negate);
-  EXPECT_EQ(m.kind, MatchKind::kGlob);
-  EXPECT_EQ(m.pattern, "*a?c");
-  m = Parse("!ab*", &negate);
-  EXPECT_TRUE(negate);
-  EXPECT_EQ(m.kind, MatchKind::kFront);
-  EXPECT_EQ(m.pattern, "ab");
-  m = Parse("1*", &negate);  // digits: an index, matched whole
-  EXPECT_EQ(m.kind, MatchKind::kFull);
-  EXPECT_EQ(m.pattern, "1*");
+  const PatternCase cases[] = {
+      {"abc", MatchKind::kFull, "abc", false},     {"abc*", MatchKind::kFront, "abc", false},
+      {"*abc", MatchKind::kEnd, "abc", false},     {"*abc*", MatchKind::kMiddle, "abc", false},
+      {"a*c", MatchKind::kGlob, "a*c", false},     {"*a?c", MatchKind::kGlob, "*a?c", false},
+      {"!ab*", MatchKind::kFront, "ab", true},     {"1*", MatchKind::kFull, "1*", false},  // digits: an index
+  };
+  for (const PatternCase& c : cases) {
+    bool negate;
+    StringMatch m = ParseGlobPattern(c.pattern, &negate);
+    EXPECT_EQ(m.kind, c.kind) << c.pattern;
+    EXPECT_EQ(m.pattern, c.search) << c.pattern;
+    EXPECT_EQ(negate, c.negate) << c.pattern;
+  }
 }
 
 TEST(StringMatchTest, Glob) {
-  EXPECT_TRUE(GlobMatch("a*c", "abbbc"));
-  EXPECT_TRUE(GlobMatch("a*c", "ac"));
-  EXPECT_FALSE(GlobMatch("a*c", "abd"));
-  EXPECT_TRUE(GlobMatch("a?c", "abc"));
-  EXPECT_FALSE(GlobMatch("a?c", "ac"));
-  EXPECT_TRUE(GlobMatch("[a-c]x", "bx"));
-  EXPECT_FALSE(GlobMatch("[!a-c]x", "bx"));
-  EXPECT_TRUE(GlobMatch("[!a-c]x", "dx"));
-  EXPECT_TRUE(GlobMatch("[]]", "]"));
-  EXPECT_TRUE(GlobMatch("[a-]", "-"));
-  EXPECT_TRUE(GlobMatch("a\\*", "a*"));
-  EXPECT_FALSE(GlobMatch("a\\*", "ab"));
-  EXPECT_TRUE(GlobMatch("[abc", "[abc"));  // malformed class: literal '['
-  EXPECT_TRUE(GlobMatch("*b*b*", "abcbd"));
-  EXPECT_FALSE(GlobMatch("?", ""));
-  EXPECT_TRUE(GlobMatch("*", ""));
+  const std::tuple<std::string_view, std::string_view, bool> cases[] = {
+      {"a*c", "abbbc", true},  {"a*c", "ac", true},     {"a*c", "abd", false},    {"a?c", "abc", true},
+      {"a?c", "ac", false},    {"[a-c]x", "bx", true},  {"[!a-c]x", "bx", false}, {"[!a-c]x", "dx", true},
+      {"[]]", "]", true},      {"[a-]", "-", true},     {"a\\*", "a*", true},    {"a\\*", "ab", false},
+      {"[abc", "[abc", true},  // malformed class: literal '['
+      {"*b*b*", "abcbd", true}, {"?", "", false},       {"*", "", true},
+  };
+  for (const auto& [pattern, text, match] : cases) EXPECT_EQ(GlobMatch(pattern, text), match) << pattern << " " << text;
 }
 
 std::span<const uint8_t> Bytes(std::string_view s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }

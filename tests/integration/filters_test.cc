@@ -7,19 +7,16 @@
 #include <cerrno>
 #include <string>
 
-#include "consumer/private_daemon.h"
 #include "integration_util.h"
 
 namespace udiag::integration {
 namespace {
 
-class FiltersTest : public ::testing::Test {
+class FiltersTest : public PrivateDaemonTest {
  protected:
   void SetUp() override {
-    std::string error;
-    daemon_ = consumer::PrivateDaemon::Start(&error);
-    ASSERT_NE(daemon_, nullptr) << error;
-    dir_ = daemon_->dir();
+    PrivateDaemonTest::SetUp();
+    if (HasFatalFailure()) return;
     client_.emplace(MustConnect(dir_));
     // hammer_producer registers "<name> u32 seq": the same event.
     ASSERT_EQ(client_->Write("dynamic_events", "u:ftest u32 seq\nu:other u64 value", true), 0);
@@ -46,8 +43,6 @@ class FiltersTest : public ::testing::Test {
     return out;
   }
 
-  std::unique_ptr<consumer::PrivateDaemon> daemon_;
-  std::string dir_;
   std::optional<consumer::ConsumerClient> client_;
 };
 
