@@ -83,6 +83,14 @@ def tracefs():
            "wdynamic_events\t!u:test u32 count"]
     seed("tracefs_write_fuzzer", "session", "\0".join(ops))
     seed("tracefs_write_fuzzer", "enable_all", "adynamic_events\tu:a\0wevents/enable\t1\0Rtrace\0wtrace\t")
+    filters = ["adynamic_events\tu:req u32 status; __rel_loc char[] path\nu:tick u32 n\n",
+               "wevents/user_events/req/filter\tstatus >= 500 && path ~ \"/api/*\"\n",
+               "Revents/user_events/req/filter", "wevents/user_events/req/filter\tstats == 1",
+               "Revents/user_events/req/filter", "wevents/user_events/filter\tn == 1",
+               "Revents/user_events/tick/filter", "Revents/user_events/filter", "Rerror_log",
+               "minstances/foo", "winstances/foo/events/user_events/req/filter\t(status == 1",
+               "Rinstances/foo/error_log", "werror_log\t", "wevents/user_events/filter\t0"]
+    seed("tracefs_write_fuzzer", "filters", "\0".join(filters))
 
 
 def traces(trace_dir):
