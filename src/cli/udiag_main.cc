@@ -18,6 +18,7 @@
 #include "cli/mmiotrace_command.h"
 #include "cli/mount_command.h"
 #include "cli/record_command.h"
+#include "cli/recover_command.h"
 #include "cli/run_command.h"
 #include "cli/trace_command.h"
 #include "cli/tree_commands.h"
@@ -245,6 +246,15 @@ void AddRecordCommands(CLI::App& app, CommandLine& line) {
   report->add_option("FILE", line.path, "trace.dat file or CTF directory written by udiag")->required();
   report->add_flag("--json", line.json, "One JSON object per event");
   report->callback([&] { line.run = [&](const std::string&) { return cli::Report(line.path, line.json); }; });
+
+  CLI::App* recover = AddCommand(app, line, "recover", "Finish a trace.dat whose recording was killed",
+                                 "A trace.dat is readable while `udiag record` writes it, up to its last\n"
+                                 "checkpoint (every 250 ms). After the recorder was killed (or the disk filled),\n"
+                                 "`udiag recover FILE` also keeps the complete pages written after that\n"
+                                 "checkpoint, repairs a header torn by the kill, and turns the sparse file back\n"
+                                 "into an ordinary one, in place. A finished file is left as it is.");
+  recover->add_option("FILE", line.path, "trace.dat left by udiag record")->required();
+  recover->callback([&] { line.run = [&](const std::string&) { return cli::Recover(line.path); }; });
 
   CLI::App* convert = AddCommand(app, line, "convert", "Convert a trace file between formats",
                                  "Reads IN (trace.dat or CTF written by udiag) and writes OUT in --format\n"
