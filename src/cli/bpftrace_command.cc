@@ -27,20 +27,20 @@ std::string BpftraceBinary() {
 }
 
 bool ReadProgram(const BpftraceOptions& options, std::string* program, std::vector<std::string>* bpftrace_args) {
-  *bpftrace_args = options.words;
+  *bpftrace_args = options.bpftrace_args;
   if (!options.program.empty()) {
+    // With -e, the first word after `--` lands in FILE: it is bpftrace's.
+    if (!options.file.empty()) bpftrace_args->insert(bpftrace_args->begin(), options.file);
     *program = options.program;
     return true;
   }
-  if (bpftrace_args->empty()) {
+  if (options.file.empty()) {
     fmt::print(stderr, "udiag: bpftrace: give a program with -e PROGRAM or a FILE\n");
     return false;
   }
-  std::string file = bpftrace_args->front();
-  bpftrace_args->erase(bpftrace_args->begin());
-  std::ifstream in(file);
+  std::ifstream in(options.file);
   if (!in) {
-    Fail("cannot read " + file, errno ? errno : ENOENT);
+    Fail("cannot read " + options.file, errno ? errno : ENOENT);
     return false;
   }
   std::stringstream text;

@@ -10,7 +10,8 @@ namespace udiag::cli {
 struct BpftraceOptions {
   std::string dir;                         // resolved daemon directory
   std::string program;                     // -e PROGRAM
-  std::vector<std::string> words;          // FILE (without -e), then bpftrace's own options
+  std::string file;                        // the program's file, without -e
+  std::vector<std::string> bpftrace_args;  // bpftrace's own options (after `--`)
   bool print_program = false;              // print the program bpftrace would run, and exit
 };
 

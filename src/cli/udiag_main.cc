@@ -339,7 +339,8 @@ void AddBpftraceCommand(CLI::App& app, CommandLine& line) {
   command->add_option("-e", line.bpftrace.program, "The program (else read from FILE)");
   command->add_flag("--print-program", line.bpftrace.print_program,
                     "Print the program given to bpftrace, and exit");
-  command->add_option("FILE", line.bpftrace.words, "Program file (without -e), then bpftrace options after `--`");
+  command->add_option("FILE", line.bpftrace.file, "Program file (without -e)");
+  command->add_option("BPFTRACE_OPTIONS", line.bpftrace.bpftrace_args, "Options for bpftrace (put them after `--`)");
   command->callback([&] {
     line.run = [&](const std::string& dir) {
       line.bpftrace.dir = dir;
