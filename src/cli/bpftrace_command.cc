@@ -1,8 +1,10 @@
 #include "cli/bpftrace_command.h"
 
 #include <fmt/format.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -81,6 +83,31 @@ int EnableInProbeInstance(consumer::ConsumerClient& client, const std::vector<st
   return 0;
 }
 
+// bpftrace reads the probe from udiagd's file, by its path as seen from the
+// daemon (/proc/<pid>/root/<path>): it must still be the file that runs.
+bool DaemonBinaryIsOnDisk(pid_t daemon) {
+  std::string exe = fmt::format("/proc/{}/exe", daemon);
+  char target[PATH_MAX];
+  ssize_t n = readlink(exe.c_str(), target, sizeof(target) - 1);
+  if (n < 0) {
+    Fail("cannot read " + exe, errno);
+    return false;
+  }
+  std::string path(target, static_cast<size_t>(n));
+  constexpr std::string_view kDeleted = " (deleted)";  // the kernel's mark on a removed file
+  if (path.ends_with(kDeleted)) path.resize(path.size() - kDeleted.size());
+  struct stat running, on_disk;
+  if (stat(exe.c_str(), &running) == 0 && stat(fmt::format("/proc/{}/root{}", daemon, path).c_str(), &on_disk) == 0 &&
+      running.st_dev == on_disk.st_dev && running.st_ino == on_disk.st_ino) {
+    return true;
+  }
+  fmt::print(stderr,
+             "udiag: bpftrace: udiagd's binary {} was replaced or deleted since udiagd started, and bpftrace "
+             "finds the probe through that file: restart udiagd\n",
+             path);
+  return false;
+}
+
 int RunBpftrace(std::vector<std::string> argv) {
   auto pid = consumer::Spawn(argv, [] { prctl(PR_SET_PDEATHSIG, SIGTERM); });
   if (!pid.ok()) {
@@ -104,7 +131,6 @@ int Bpftrace(const BpftraceOptions& options) {
     fmt::print(stderr, "udiag: bpftrace: cannot tell udiagd's process (is it in another pid namespace?)\n");
     return kExitFailure;
   }
-  // /proc/<pid>/exe is the daemon's binary even if its file was replaced.
   std::string usdt = fmt::format("usdt:/proc/{}/exe:udiag:event", daemon);
   BpftraceTranslation translation = TranslateBpftrace(source, usdt, FormatsFrom(*client));
   if (!translation.error.empty()) {
@@ -115,6 +141,7 @@ int Bpftrace(const BpftraceOptions& options) {
     fmt::print("{}\n", translation.program);
     return 0;
   }
+  if (!DaemonBinaryIsOnDisk(daemon)) return kExitFailure;
   if (int err = EnableInProbeInstance(*client, translation.events)) return err;
   // -p: the probe of this daemon only (not of others running the same
   // binary), and bpftrace ends when it does.
