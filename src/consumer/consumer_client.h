@@ -3,6 +3,8 @@
 // enabled while it is connected. What the udiag CLI (and tests) are built on.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -60,6 +62,11 @@ class ConsumerClient {
   // tracepoint names ("count_*"), one with a colon matches "system:name".
   // `instance` names instances/<instance> ("" = top): the events are enabled there.
   int AutoEnable(const std::string& glob, const std::string& instance = "");
+
+  // The daemon's process id as the kernel reports it for this connection
+  // (SO_PEERCRED): 0 when it cannot tell (say, the daemon is in another pid
+  // namespace).
+  pid_t DaemonPid() const;
 
   // mkdir/rmdir of instances/<name> (`path` is "instances/<name>"): EEXIST,
   // EINVAL (bad name), ENOENT, EBUSY (a trace_pipe or record stream is open
