@@ -2,7 +2,8 @@
 // requests against the registry and the tracefs tree, keeps every producer's
 // enable bits in step with event status, and drains producer rings into the
 // instances' buffers. Single-threaded on purpose: no locks, and a request
-// sees a consistent world.
+// sees a consistent world. Its member functions live in server_*.cc by
+// concern (docs/architecture.md lists them).
 #pragma once
 
 #include <sys/types.h>
