@@ -68,7 +68,7 @@ int PrepareDirectory(const std::string& dir, bool system) {
 
 }  // namespace
 
-Server::Server(const ServerOptions& options) : options_(options) {}
+Server::Server(const ServerOptions& options) : options_(options), quotas_(options.limits) {}
 
 Server::~Server() {
   if (records_rejected_) {
@@ -124,7 +124,9 @@ int Server::Init() {
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   signal(SIGPIPE, SIG_IGN);
   signals_.Reset(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!epoll_ || !wake_ || !signals_) return errno;
+  // Given up for a moment when accept() runs out of fds (OnOutOfFds).
+  reserve_fd_.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!epoll_ || !wake_ || !signals_ || !reserve_fd_) return errno;
 
   std::string socket_path = base::ControlSocketPath(options_.dir);
   auto listener = base::ListenSeqpacket(socket_path);
@@ -152,6 +154,9 @@ int Server::Run() {
   while (running_) {
     uint64_t timeout = sleeping ? kSleepTimeoutNs : poll_ns;
     if (!deferred_.empty()) timeout = std::min<uint64_t>(timeout, kMinPollNs * 20);
+    if (uint64_t now = base::MonotonicNs(); listening_paused_until_ > now) {
+      timeout = std::min(timeout, listening_paused_until_ - now);
+    }
     timespec ts{static_cast<time_t>(timeout / 1'000'000'000), static_cast<long>(timeout % 1'000'000'000)};
     int n = epoll_pwait2(epoll_.get(), events, 64, &ts, nullptr);
     if (n < 0 && errno != EINTR) return 1;
@@ -202,8 +207,11 @@ int Server::Run() {
     PumpPipes();
     PumpRecordStreams();
     ResolveDeferred(false);
+    CloseUnread();
 
     uint64_t now = base::MonotonicNs();
+    ResumeListeningWhenDue(now);
+    ExpireRefusals(now);
     if (drained.records > 0) {
       last_activity = now;
       poll_ns = PollIntervalFor(drained.bytes, now - last_turn);
@@ -233,13 +241,22 @@ void Server::HandleMessage(Connection& conn, const std::vector<uint8_t>& bytes,
     CloseConnection(conn.id);
     return;
   }
+  if (conn.refusal) {  // over the user's connection limit: say so, then hang up
+    SendReply(conn, header.seq, conn.refusal);
+    CloseConnection(conn.id);
+    return;
+  }
   using ipc::MsgType;
   if (!conn.greeted && header.type != MsgType::kHello) {
     SendReply(conn, header.seq, EPROTO);
     return;
   }
+  // The role said in Hello is checked before any handler runs, so a
+  // request of the other role gets nothing but this short refusal.
   bool producer_op = header.type >= MsgType::kOpenDataFile && header.type < MsgType::kTreeRead;
-  if (producer_op && (conn.role != ipc::Role::kProducer || !conn.caller.producer)) {
+  bool consumer_op = header.type >= MsgType::kTreeRead && header.type < MsgType::kReply;
+  if ((producer_op && (conn.role != ipc::Role::kProducer || !conn.caller.producer)) ||
+      (consumer_op && conn.role != ipc::Role::kConsumer)) {
     SendReply(conn, header.seq, EACCES);
     return;
   }
@@ -291,6 +308,23 @@ void Server::HandleMessage(Connection& conn, const std::vector<uint8_t>& bytes,
   SendReply(conn, header.seq, err);
 }
 
+// An event created by a request counts against its sender's quota.
+bool Server::MayCreateEvent() {
+  if (!current_request_) return true;
+  const Connection& conn = *current_request_;
+  if (quotas_.HasRoom(conn.peer.uid, conn.caller.privileged, Resource::kEvents)) return true;
+  Refuse(conn, Resource::kEvents, EMFILE);
+  return false;
+}
+
+void Server::OnEventCreated(Event& event) {
+  if (current_request_) {
+    quotas_.Charge(current_request_->peer.uid, Resource::kEvents, 1);
+    event_creators_[event.id] = current_request_->peer.uid;
+  }
+  for (auto& [_, conn] : connections_) ApplyAutoEnable(*conn, event);
+}
+
 void Server::OnEventStatusChanged(Event& event) {
   // Rings wait for room before the producers hear their events are on.
   UpdateHoldBack();
@@ -315,6 +349,10 @@ void Server::OnEventDestroyed(const Event& event) {
   }
   std::erase_if(auto_holds_, [&](const auto& entry) { return of_event(entry.first); });
   std::erase_if(auto_turned_on_, of_event);
+  if (auto creator = event_creators_.find(event.id); creator != event_creators_.end()) {
+    quotas_.Release(creator->second, Resource::kEvents, 1);
+    event_creators_.erase(creator);
+  }
 }
 
 void Server::ResolveDeferred(bool force_expired) {

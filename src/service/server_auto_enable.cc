@@ -19,10 +19,6 @@ int Server::OnAutoEnable(Connection& conn, ipc::Decoder& body) {
   return 0;
 }
 
-void Server::OnEventCreated(Event& event) {
-  for (auto& [_, conn] : connections_) ApplyAutoEnable(*conn, event);
-}
-
 // Holds `event` enabled in an instance for `conn` if one of its globs for that
 // instance matches. The event is enabled by the first hold and disabled when
 // the last goes (ReleaseAutoEnables), unless someone else had enabled it.

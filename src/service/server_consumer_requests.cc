@@ -146,7 +146,7 @@ void Server::DetachReaders(Instance* instance) {
 void Server::PumpPipes() {
   std::vector<uint8_t> storage;
   for (auto& [_, conn] : connections_) {
-    if (!conn->pipe_instance) continue;
+    if (!conn->pipe_instance || conn->unread) continue;
     TraceBuffer& buffer = conn->pipe_instance->buffer();
     while (conn->outbox.empty()) {
       std::string text;

@@ -60,13 +60,24 @@ int Server::OnHello(Connection& conn, ipc::Decoder& body, uint32_t seq) {
 }
 
 int Server::OnOpenDataFile(Connection& conn, uint32_t seq) {
+  // Each data file holds a daemon fd, as a connection does.
+  if (!quotas_.TryCharge(conn.peer.uid, conn.caller.privileged, Resource::kFds, 1)) {
+    return Refuse(conn, Resource::kFds, EMFILE);
+  }
   auto file = std::make_unique<DataFile>();
+  file->uid = conn.peer.uid;
   ScopedFd producer_end;
-  if (int err = base::SeqpacketPair(&file->daemon_end, &producer_end)) return err;
+  if (int err = base::SeqpacketPair(&file->daemon_end, &producer_end)) {
+    quotas_.Release(conn.peer.uid, Resource::kFds, 1);
+    return err;
+  }
   file->producer_inode = InodeOf(producer_end.get());
   shutdown(file->daemon_end.get(), SHUT_WR);
   int fd = file->daemon_end.get();
-  if (int err = AddToEpoll(epoll_.get(), fd, EPOLLIN | EPOLLRDHUP, Pack(kDataFile, fd))) return err;
+  if (int err = AddToEpoll(epoll_.get(), fd, EPOLLIN | EPOLLRDHUP, Pack(kDataFile, fd))) {
+    quotas_.Release(conn.peer.uid, Resource::kFds, 1);
+    return err;
+  }
   data_files_[fd] = std::move(file);
   ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kReply, seq);
   int fds[] = {producer_end.get()};
@@ -88,6 +99,7 @@ void Server::HandleDataFileHangup(int fd) {
   if (recv(fd, &probe, 1, MSG_DONTWAIT | MSG_PEEK) < 0 && errno == EAGAIN) return;  // still open
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
   for (Event* e : it->second->refs) registry_->Put(e);
+  quotas_.Release(it->second->uid, Resource::kFds, 1);
   data_files_.erase(it);
 }
 
@@ -189,6 +201,13 @@ int Server::OnAddRing(Connection& conn, std::vector<ScopedFd>& fds) {
   if (owned >= kMaxRingsPerProcess) return EMFILE;
   auto reader = ring::RingReader::Map(fds[0].get());
   if (!reader.ok()) return reader.error();
+  // Map checked the size (a sealed memfd's cannot change): charge it.
+  struct stat ring_stat;
+  if (fstat(fds[0].get(), &ring_stat) < 0) return errno;
+  uint64_t bytes = ring_stat.st_size;
+  if (!quotas_.TryCharge(conn.peer.uid, conn.caller.privileged, Resource::kRingBytes, bytes)) {
+    return Refuse(conn, Resource::kRingBytes, ENOMEM);
+  }
   uint32_t tid = (*reader)->tid();
   // The thread must belong to the peer process; otherwise attribute to it.
   struct stat st;
@@ -196,7 +215,7 @@ int Server::OnAddRing(Connection& conn, std::vector<ScopedFd>& fds) {
   RememberComm(conn.peer.pid, tid);
   UpdateHoldBack();  // a request may just have made an instance hold back
   (*reader)->SetWriterWait(writer_wait_ms_);
-  rings_.push_back({std::move(reader).value(), conn.peer.pid, tid, conn.id});
+  rings_.push_back({std::move(reader).value(), conn.peer.pid, tid, conn.id, conn.peer.uid, bytes});
   return 0;
 }
 

@@ -73,7 +73,9 @@ Server::DrainTotals Server::DrainRings() {
   // Rings of exited threads and processes go once they are empty.
   std::erase_if(rings_, [&](const RingSource& src) {
     bool owner_gone = !connections_.contains(src.owner);
-    return src.reader->broken() || ((src.reader->closed() || owner_gone) && src.reader->empty());
+    bool done = src.reader->broken() || ((src.reader->closed() || owner_gone) && src.reader->empty());
+    if (done) quotas_.Release(src.uid, Resource::kRingBytes, src.bytes);
+    return done;
   });
   return total;
 }
