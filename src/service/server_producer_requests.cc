@@ -141,8 +141,15 @@ int Server::OnRegister(Connection& conn, ipc::Decoder& body, std::vector<ScopedF
   bool persist = req.flags & USER_EVENT_REG_PERSIST;
   if (persist && !conn.caller.privileged) return EPERM;
 
+  // Memory the kernel would charge to the caller's memcg: ENOMEM beyond it.
+  if (!quotas_.TryCharge(conn.peer.uid, conn.caller.privileged, Resource::kEnablers, 1)) {
+    return Refuse(conn, Resource::kEnablers, ENOMEM);
+  }
   auto found = registry_->FindOrCreate(req.command, req.flags & USER_EVENT_REG_MULTI_FORMAT, persist);
-  if (!found.ok()) return found.error();
+  if (!found.ok()) {
+    quotas_.Release(conn.peer.uid, Resource::kEnablers, 1);
+    return found.error();
+  }
   Event* event = *found;
   auto slot = std::find(file->refs.begin(), file->refs.end(), event);
   uint32_t index = slot - file->refs.begin();
@@ -170,6 +177,7 @@ int Server::OnUnregister(Connection& conn, ipc::Decoder& body) {
   std::erase_if(conn.enablers, [&](const Enabler& en) {
     if (en.addr != req.addr || en.bit != req.bit) return false;
     registry_->Put(en.event);
+    quotas_.Release(conn.peer.uid, Resource::kEnablers, 1);
     found = true;
     return true;
   });
@@ -226,7 +234,7 @@ int Server::OnInheritEnablers(Connection& conn, ipc::Decoder& body, uint32_t seq
   for (const auto& in : req.enablers) {
     Event* event = registry_->FindById(in.event_id);
     bool valid = (in.size == 4 || in.size == 8) && in.bit < in.size * 8;
-    if (!event || !valid) {
+    if (!event || !valid || !quotas_.TryCharge(conn.peer.uid, conn.caller.privileged, Resource::kEnablers, 1)) {
       reply.statuses.push_back(ipc::kEnablerDropped);
       continue;
     }

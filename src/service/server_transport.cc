@@ -106,7 +106,7 @@ void Server::ExpireRefusals(uint64_t now) {
 
 int Server::Refuse(const Connection& conn, Resource r, int err) {
   if (quotas_.FirstRefusal(conn.peer.uid, r)) {
-    static const char* const kWhat[] = {"connections", "queued replies", "events", "ring memory"};
+    static const char* const kWhat[] = {"connections", "queued replies", "events", "enablers", "ring memory"};
     fmt::print(stderr, "udiagd: uid {} reached its limit of {} ({}); refusing with {}\n", conn.peer.uid,
                kWhat[static_cast<int>(r)], quotas_.Limit(r), base::ErrnoName(err));
   }
@@ -147,6 +147,7 @@ void Server::CloseConnection(uint64_t conn_id) {
   // Exit, exec or a crash: the process's enablers die with it. Its rings
   // stay until drained, so everything it committed is still delivered.
   for (const Enabler& en : conn->enablers) registry_->Put(en.event);
+  quotas_.Release(conn->peer.uid, Resource::kEnablers, conn->enablers.size());
   for (Event* event : conn->perf_events) {
     SetPerfRefs(event, -1);
     registry_->Put(event);

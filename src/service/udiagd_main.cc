@@ -99,6 +99,11 @@ int main(int argc, char** argv) {
                  fmt::format("Events one unprivileged user's registrations may create (EMFILE beyond; default {})",
                              limits.events))
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+  app.add_option("--max-enablers-per-user", limits.enablers,
+                 fmt::format("Registrations (enablers) one unprivileged user's processes may hold (ENOMEM beyond; "
+                             "default {})",
+                             limits.enablers))
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 24));
   app.add_option("--max-ring-mb-per-user", ring_mb,
                  fmt::format("Ring memory of one unprivileged user's producer threads (ENOMEM beyond; default {})",
                              ring_mb))

@@ -9,6 +9,7 @@ uint64_t UserQuotas::Limit(Resource r) const {
     case Resource::kFds: return limits_.fds;
     case Resource::kQueuedBytes: return limits_.queued_bytes;
     case Resource::kEvents: return limits_.events;
+    case Resource::kEnablers: return limits_.enablers;
     case Resource::kRingBytes: return limits_.ring_bytes;
   }
   return 0;

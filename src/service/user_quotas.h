@@ -25,6 +25,9 @@ struct UserLimits {
   uint64_t queued_bytes = 128 << 20;
   // Events this user's registrations created that still exist.
   uint64_t events = 1024;
+  // Registrations (enablers) of this user's processes: each costs daemon
+  // memory and a scan at the next registration.
+  uint64_t enablers = 16384;
   // Producer rings (shared memory the daemon maps) of this user's threads.
   uint64_t ring_bytes = uint64_t{2} << 30;
 };
@@ -33,7 +36,7 @@ struct UserLimits {
 // and the allocator's header, so a flood of tiny replies is counted too.
 inline constexpr uint64_t kQueuedMessageOverhead = 64;
 
-enum class Resource { kFds, kQueuedBytes, kEvents, kRingBytes };
+enum class Resource { kFds, kQueuedBytes, kEvents, kEnablers, kRingBytes };
 
 class UserQuotas {
  public:
@@ -56,7 +59,7 @@ class UserQuotas {
   bool FirstRefusal(uid_t uid, Resource r);
 
  private:
-  static constexpr size_t kResources = 4;
+  static constexpr size_t kResources = 5;
   struct Usage {
     std::array<uint64_t, kResources> used{};
     std::array<bool, kResources> refused{};

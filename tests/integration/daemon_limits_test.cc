@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -232,6 +233,26 @@ class DaemonLimitsTest : public SystemDaemonTest {
     return child.Result();
   }
 
+  // A producer as `uid` in a child: a connection and a data file, then `steps`.
+  std::unique_ptr<ChildAs> ProducerAs(uid_t uid, const std::function<std::string(RawClient&, int)>& steps) {
+    return std::make_unique<ChildAs>(uid, kGroup, [this, steps] {
+      static RawClient client;
+      static base::ScopedFd file;
+      if (std::string err = client.Open(dir_, ipc::Role::kProducer); !err.empty()) return err;
+      if (int err = client.OpenDataFile(&file)) return "data file " + Errno(err);
+      return steps(client, file.get());
+    });
+  }
+
+  // Registers `command` as root, on a connection of its own: the errno.
+  int RootRegisters(const std::string& command) {
+    RawClient root;
+    if (!root.Open(dir_, ipc::Role::kProducer).empty()) return -1;
+    base::ScopedFd file;
+    if (int err = root.OpenDataFile(&file)) return err;
+    return root.Register(file.get(), command, 0);
+  }
+
   std::string log_;
   DaemonProcess daemon_;
 };
@@ -337,33 +358,37 @@ TEST_F(DaemonLimitsTest, RequestsOfTheOtherRoleAreRefusedBeforeAnyReply) {
 
 TEST_F(DaemonLimitsTest, EventsPerUserEndInEmfile) {
   StartDaemon({"--max-events-per-user", "3"});
-  ChildAs producer(kUser, kGroup, [&] {
-    static RawClient client;
-    static base::ScopedFd file;
-    if (std::string err = client.Open(dir_, ipc::Role::kProducer); !err.empty()) return err;
-    if (int err = client.OpenDataFile(&file)) return "data file " + Errno(err);
+  auto producer = ProducerAs(kUser, [](RawClient& client, int file) {
     std::string result;
-    for (int i = 0; i < 4; ++i) result += Errno(client.Register(file.get(), "lim_" + std::to_string(i) + " u32 v", 8 * i)) + " ";
+    for (int i = 0; i < 4; ++i) result += Errno(client.Register(file, "lim_" + std::to_string(i) + " u32 v", 8 * i)) + " ";
     // An existing event costs nothing.
-    result += Errno(client.Register(file.get(), "lim_0 u32 v", 64));
+    result += Errno(client.Register(file, "lim_0 u32 v", 64));
     return result;
   });
-  EXPECT_EQ(producer.Result(), "0 0 0 " + Errno(EMFILE) + " 0");
+  EXPECT_EQ(producer->Result(), "0 0 0 " + Errno(EMFILE) + " 0");
   EXPECT_EQ(CountLines(ReadFileText(log_), "uid 65534 reached its limit of events"), 1);
   // Root and another user still create events.
-  RawClient root;
-  ASSERT_EQ(root.Open(dir_, ipc::Role::kProducer), "");
-  base::ScopedFd file;
-  ASSERT_EQ(root.OpenDataFile(&file), 0);
-  EXPECT_EQ(root.Register(file.get(), "root_event u32 v", 0), 0);
-  ChildAs other(kOtherUser, kGroup, [&] {
-    static RawClient client;
-    static base::ScopedFd file;
-    if (std::string err = client.Open(dir_, ipc::Role::kProducer); !err.empty()) return err;
-    if (int err = client.OpenDataFile(&file)) return "data file " + Errno(err);
-    return Errno(client.Register(file.get(), "other_event u32 v", 0));
+  EXPECT_EQ(RootRegisters("root_event u32 v"), 0);
+  auto other = ProducerAs(kOtherUser, [](RawClient& client, int file) {
+    return Errno(client.Register(file, "other_event u32 v", 0));
   });
-  EXPECT_EQ(other.Result(), "0");
+  EXPECT_EQ(other->Result(), "0");
+}
+
+TEST_F(DaemonLimitsTest, EnablersPerUserEndInEnomem) {
+  StartDaemon({"--max-enablers-per-user", "3"});
+  auto producer = ProducerAs(kUser, [](RawClient& client, int file) {
+    std::string result;
+    for (int i = 0; i < 4; ++i) result += Errno(client.Register(file, "shared u32 v", 8 * i)) + " ";
+    // Unregistering one makes room for another.
+    ipc::Encoder unregister;
+    ipc::UnregisterRequest{0, 0}.Encode(unregister);
+    result += Errno(client.Call(ipc::MsgType::kUnregister, unregister)) + " ";
+    result += Errno(client.Register(file, "shared u32 v", 64));
+    return result;
+  });
+  EXPECT_EQ(producer->Result(), "0 0 0 " + Errno(ENOMEM) + " 0 0");
+  EXPECT_EQ(RootRegisters("shared u32 v"), 0);
 }
 
 TEST_F(DaemonLimitsTest, RingMemoryPerUserEndsInEnomem) {
