@@ -1,10 +1,11 @@
 /*
  * restart_producer - a long-running producer for the daemon-restart tests.
  *
- *   restart_producer NAME THREADS
+ *   restart_producer NAME THREADS [DELAY_US]
  *
  * Registers "NAME u32 seq" once, then THREADS threads write it whenever its
- * enable bit is set, until SIGTERM. seq counts the writes that succeeded
+ * enable bit is set (sleeping DELAY_US microseconds after each write, default
+ * 0), until SIGTERM. scripts/soak.sh runs many of them. seq counts the writes that succeeded
  * (process-wide), so a trace shows which ones arrived. The main thread
  * prints "enabled N" / "disabled N" on stdout each time the bit changes
  * (N = writes succeeded so far); on SIGTERM it prints "done OK REFUSED" (the
@@ -28,6 +29,7 @@ static unsigned int enabled;
 static int data_fd;
 static struct user_reg reg;
 static volatile sig_atomic_t stop;
+static long delay_us;
 static unsigned long written, refused; /* __atomic */
 
 static void on_term(int sig) {
@@ -44,7 +46,7 @@ static void *writer(void *arg) {
 	(void)arg;
 	while (!stop) {
 		if (!(__atomic_load_n(&enabled, __ATOMIC_RELAXED) & 1)) {
-			sleep_us(200);
+			sleep_us(5000);
 			continue;
 		}
 		uint32_t seq = (uint32_t)__atomic_load_n(&written, __ATOMIC_RELAXED);
@@ -60,16 +62,19 @@ static void *writer(void *arg) {
 			fprintf(stderr, "restart_producer: write: %s\n", strerror(errno));
 			exit(5);
 		}
+		if (delay_us > 0)
+			sleep_us(delay_us);
 	}
 	return NULL;
 }
 
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: restart_producer NAME THREADS\n");
+		fprintf(stderr, "usage: restart_producer NAME THREADS [DELAY_US]\n");
 		return 2;
 	}
 	int threads = atoi(argv[2]);
+	delay_us = argc > 3 ? atol(argv[3]) : 0;
 	signal(SIGTERM, on_term);
 	data_fd = udiag_open();
 	if (data_fd < 0) {
