@@ -70,16 +70,6 @@ int LinesStartingWith(const std::string& path, const std::string& word) {
   return n;
 }
 
-// Sum of N over "[LOST N EVENTS]" lines.
-uint64_t LostCount(const std::string& text) {
-  uint64_t lost = 0;
-  const std::string key = "[LOST ";
-  for (size_t pos = text.find(key); pos != std::string::npos; pos = text.find(key, pos + 1)) {
-    lost += strtoull(text.c_str() + pos + key.size(), nullptr, 10);
-  }
-  return lost;
-}
-
 std::string TraceOf(consumer::ConsumerClient& consumer) {
   auto t = consumer.Read("trace");
   return t.ok() ? *t : "";

@@ -25,6 +25,8 @@
 #include <time.h>
 #include <udiag/udiag.h>
 
+#include "seq_event.h"
+
 static unsigned int enabled;
 static int data_fd;
 static struct user_reg reg;
@@ -82,13 +84,7 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "restart_producer: udiag_open: %s\n", strerror(err));
 		return 64 + err;
 	}
-	char command[256];
-	snprintf(command, sizeof(command), "%s u32 seq", argv[1]);
-	reg.size = sizeof(reg);
-	reg.enable_size = sizeof(enabled);
-	reg.enable_addr = (uint64_t)(uintptr_t)&enabled;
-	reg.name_args = (uint64_t)(uintptr_t)command;
-	if (udiag_ioctl(data_fd, DIAG_IOCSREG, &reg) < 0) {
+	if (register_seq_event(data_fd, argv[1], &enabled, 0, &reg) < 0) {
 		fprintf(stderr, "restart_producer: DIAG_IOCSREG: %s\n", strerror(errno));
 		return 3;
 	}
