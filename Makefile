@@ -28,6 +28,8 @@ FUZZ_DIR  ?= build-fuzz
 # Seconds each libFuzzer harness runs: `make fuzz`, and `make test` (test-fuzz).
 FUZZ_SECONDS      ?= 60
 FUZZ_TEST_SECONDS ?= 3
+# Seconds `make soak` runs (scripts/soak.sh reads SOAK_* for the rest).
+SOAK_SECONDS      ?= 60
 
 # Package groups of scripts/install-deps.sh that each kind of target needs.
 # `fuse` (libfuse3, Zydis) is part of building: the FUSE front end and the
@@ -64,7 +66,7 @@ define build
 endef
 
 .PHONY: all build demo test test-plain test-asan test-tsan bench install clean help \
-        fuzz fuzz-build test-fuzz deps deps-build deps-test deps-bench deps-fuzz
+        fuzz fuzz-build test-fuzz soak deps deps-build deps-test deps-bench deps-fuzz
 
 ## all: install missing build packages and build everything in build/
 all: build
@@ -120,6 +122,10 @@ fuzz: fuzz-build
 test-fuzz: fuzz-build
 	bash scripts/run_fuzzers.sh $(FUZZ_DIR) $(FUZZ_TEST_SECONDS)
 
+## soak: 100 producers x 4 threads, producers and udiagd killed at random, SOAK_SECONDS; prints leaks and losses
+soak: build
+	bash scripts/soak.sh $(BUILD_DIR) $(SOAK_SECONDS)
+
 ## bench: Release build with benchmarks (build-bench/), then bench/run_bench.sh
 bench: deps-bench
 	$(call configure,$(BENCH_DIR),-DCMAKE_BUILD_TYPE=Release -DUDIAG_BUILD_BENCH=ON -DUDIAG_BUILD_TESTS=OFF)
@@ -162,4 +168,5 @@ help:
 	@echo "  CTEST_ARGS    extra ctest options, e.g. CTEST_ARGS='-R ring'"
 	@echo "  FUZZ_SECONDS  seconds per fuzz harness for make fuzz [$(FUZZ_SECONDS)]"
 	@echo "  FUZZ_TEST_SECONDS  seconds per fuzz harness in make test [$(FUZZ_TEST_SECONDS)]"
+	@echo "  SOAK_SECONDS  seconds make soak runs [$(SOAK_SECONDS)] (more SOAK_* in docs/testing.md)"
 	@echo "  UDIAG_SKIP_DEPS=1  do not check or install Debian packages"

@@ -454,3 +454,8 @@ else:
 PY
 }
 export_bench
+
+# --- Issue 14: udiagd's USDT probe for bpftrace ----------------------------------
+echo "running bpf_probe_bench.sh (3 x $SECS s)..." >&2
+echo
+bash "$(dirname "$0")/bpf_probe_bench.sh" "$BIN" "$SECS"

@@ -4,9 +4,10 @@
 #   scripts/install-deps.sh [GROUP...]     (default: all groups)
 #
 # Groups:
-#   build  compiler, CMake/Ninja, {fmt}, CLI11, GoogleTest, libcurl (udiag export)
-#   test   strace and the trace readers used as test oracles
-#   bench  Google Benchmark and the LTTng-UST peer
+#   build  compiler, CMake/Ninja, {fmt}, CLI11, GoogleTest, libcurl (udiag export),
+#          <sys/sdt.h> (udiagd's USDT probe)
+#   test   strace, the trace readers used as test oracles, bpftrace (udiag bpftrace)
+#   bench  Google Benchmark, the LTTng-UST peer, bpftrace (the USDT probe's cost)
 #   fuse   libfuse3 (FUSE mount) and Zydis (instruction decoder)
 #   clickhouse  the ClickHouse server and client that `udiag export`'s
 #          integration test and bench start
@@ -23,9 +24,9 @@
 set -euo pipefail
 
 declare -A GROUPS_PKGS=(
-  [build]="cmake ninja-build g++ pkg-config libfmt-dev libcli11-dev libgtest-dev libgmock-dev googletest libtraceevent-dev libcurl4-openssl-dev"
-  [test]="strace trace-cmd libtracecmd-dev babeltrace2 python3-bt2 protobuf-compiler"
-  [bench]="libbenchmark-dev liblttng-ust-dev lttng-tools"
+  [build]="cmake ninja-build g++ pkg-config libfmt-dev libcli11-dev libgtest-dev libgmock-dev googletest libtraceevent-dev libcurl4-openssl-dev systemtap-sdt-dev"
+  [test]="strace trace-cmd libtracecmd-dev babeltrace2 python3-bt2 protobuf-compiler bpftrace"
+  [bench]="libbenchmark-dev liblttng-ust-dev lttng-tools bpftrace"
   [fuse]="libfuse3-dev fuse3 libzydis-dev"
   [clickhouse]="clickhouse-server clickhouse-client"
   [fuzzing]="clang libclang-rt-14-dev"
@@ -33,7 +34,7 @@ declare -A GROUPS_PKGS=(
 ALL_GROUPS=(build test bench fuse clickhouse fuzzing)
 
 usage() {
-  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 if [[ "${UDIAG_SKIP_DEPS:-0}" == 1 ]]; then

@@ -38,7 +38,41 @@ constexpr milliseconds kDrainLimit{3000};
 constexpr uint64_t kSmallPollBytes = 64 << 10;
 constexpr std::chrono::microseconds kNap{1000};
 
+// How often the file is made to survive our being killed (a checkpoint
+// costs a header write): a kill loses at most this much of the recording.
+constexpr milliseconds kCheckpointEvery{250};
+
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// What the file says about the whole trace, as far as it is known now.
+record::TraceInfo CurrentInfo(const RecordingSink& sink) {
+  record::TraceInfo info;
+  info.cpus = std::max<uint32_t>(sink.cpus(), static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF)));
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  info.hostname = host;
+  info.lost_at_end = sink.trailing_lost();
+  return info;
+}
+
+// Checkpoints the writer every kCheckpointEvery; remembers the first error.
+class Checkpoints {
+ public:
+  Checkpoints(record::TraceWriter& writer, const RecordingSink& sink) : writer_(writer), sink_(sink) {}
+  void Tick() {
+    auto now = Clock::now();
+    if (error_ != 0 || now - last_ < kCheckpointEvery) return;
+    last_ = now;
+    error_ = writer_.Checkpoint(CurrentInfo(sink_));
+  }
+  int error() const { return error_; }
+
+ private:
+  record::TraceWriter& writer_;
+  const RecordingSink& sink_;
+  Clock::time_point last_ = Clock::now();
+  int error_ = 0;
+};
 
 class ProgressLine {
  public:
@@ -68,7 +102,7 @@ class ProgressLine {
 
 // Streams until `stop` is set, then until the stream has been quiet for
 // kDrainQuiet (at most kDrainLimit). 0 or an errno.
-int Stream(consumer::RecordStream& stream, RecordingSink& sink, ProgressLine& progress,
+int Stream(consumer::RecordStream& stream, RecordingSink& sink, ProgressLine& progress, Checkpoints& checkpoints,
            const std::atomic<bool>& stop) {
   Clock::time_point stopped{}, quiet_since{};
   for (;;) {
@@ -77,6 +111,8 @@ int Stream(consumer::RecordStream& stream, RecordingSink& sink, ProgressLine& pr
     uint64_t before = stream.bytes_received();
     int err = stream.Poll(kPollMs, sink);
     progress.Update();
+    checkpoints.Tick();
+    if (checkpoints.error()) return checkpoints.error();
     if (err == EPIPE) return 0;
     if (err && err != ETIMEDOUT) return err;
     if (!stopping) {
@@ -170,6 +206,7 @@ int Record(const RecordOptions& options) {
   if (!writer.ok()) return Fail(options.output, writer.error());
   RecordingSink sink(writer->get());
   ProgressLine progress(sink);
+  Checkpoints checkpoints(**writer, sink);
 
   std::unique_ptr<consumer::RecordStream> stream;
   // trace.dat stores the stream's pages as they come; other formats take records.
@@ -206,7 +243,7 @@ int Record(const RecordOptions& options) {
 
   int err = 0;
   if (stream) {
-    err = Stream(*stream, sink, progress, stop);
+    err = Stream(*stream, sink, progress, checkpoints, stop);
   } else {
     while (!stop.load()) std::this_thread::sleep_for(milliseconds(kPollMs));
     std::this_thread::sleep_for(kDrainQuiet);  // the command's last events
@@ -215,22 +252,23 @@ int Record(const RecordOptions& options) {
   if (!err) err = session.control->Write(session.path + "/tracing_on", "0", false);
   if (!err && !stream) err = open_stream() ? EIO : 0;
   if (!err) err = DrainRest(*stream, sink);
-  if (err) {
+  if (err && err != checkpoints.error()) {
     // The daemon went away (or the stream broke): what arrived is still
     // written out as a whole file; what the daemon held is gone, uncounted.
     fmt::print(stderr, "udiag record: the recording ended early: {}; keeping the {} events received\n",
                base::DescribeErrno(err), sink.events());
   }
 
-  record::TraceInfo info;
-  info.cpus = std::max<uint32_t>(sink.cpus(), static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF)));
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  info.hostname = host;
-  info.lost_at_end = sink.trailing_lost();
-  int finish = (*writer)->Finish(info);
+  int finish = (*writer)->Finish(CurrentInfo(sink));
   // The command keeps running after an early end; its exit still ends us.
   if (waiter.joinable()) waiter.join();
+  if (finish && format == record::TraceFormat::kTraceDat) {
+    // A full disk (or a write error) stops the file growing; what was on
+    // disk by then stays readable.
+    fmt::print(stderr, "udiag record: {}: {}; the file keeps every page written before that (of {} events received)\n",
+               options.output, base::DescribeErrno(finish), sink.events());
+    return kExitFailure;
+  }
   if (finish) return Fail(options.output, finish);
 
   double secs = Seconds(Clock::now() - started);

@@ -12,12 +12,14 @@
 #include <fmt/format.h>
 
 #include "base/daemon_dir.h"
+#include "cli/bpftrace_command.h"
 #include "cli/cli_support.h"
 #include "cli/export_command.h"
 #include "cli/mark_command.h"
 #include "cli/mmiotrace_command.h"
 #include "cli/mount_command.h"
 #include "cli/record_command.h"
+#include "cli/recover_command.h"
 #include "cli/run_command.h"
 #include "cli/trace_command.h"
 #include "cli/tree_commands.h"
@@ -81,6 +83,7 @@ struct CommandLine {
   cli::MmiotraceOptions mmiotrace;
   cli::RecordOptions record;
   cli::ExportOptions export_options;
+  cli::BpftraceOptions bpftrace;
   std::string format;  // record's and convert's --format
   bool json = false;   // report's --json
   std::vector<std::string> command;  // run's COMMAND
@@ -275,6 +278,15 @@ void AddRecordCommands(CLI::App& app, CommandLine& line) {
   report->add_flag("--json", line.json, "One JSON object per event");
   report->callback([&] { line.run = [&](const std::string&) { return cli::Report(line.path, line.json); }; });
 
+  CLI::App* recover = AddCommand(app, line, "recover", "Finish a trace.dat whose recording was killed",
+                                 "A trace.dat is readable while `udiag record` writes it, up to its last\n"
+                                 "checkpoint (every 250 ms). After the recorder was killed (or the disk filled),\n"
+                                 "`udiag recover FILE` also keeps the complete pages written after that\n"
+                                 "checkpoint, repairs a header torn by the kill, and turns the sparse file back\n"
+                                 "into an ordinary one, in place. A finished file is left as it is.");
+  recover->add_option("FILE", line.path, "trace.dat left by udiag record")->required();
+  recover->callback([&] { line.run = [&](const std::string&) { return cli::Recover(line.path); }; });
+
   CLI::App* convert = AddCommand(app, line, "convert", "Convert a trace file between formats",
                                  "Reads IN (trace.dat or CTF written by udiag) and writes OUT in --format\n"
                                  "(default: from OUT's name, as for record). Perfetto files cannot be read back.");
@@ -352,6 +364,30 @@ void AddMmiotraceCommands(CLI::App& app, CommandLine& line) {
   mark->callback([&] { line.run = [&](const std::string& dir) { return cli::Mark(dir, line.words); }; });
 }
 
+void AddBpftraceCommand(CLI::App& app, CommandLine& line) {
+  CLI::App* command = AddCommand(
+      app, line, "bpftrace", "Run a bpftrace program on user events",
+      "Runs the real bpftrace. Probes user_events:NAME (or tracepoint:user_events:NAME) become\n"
+      "udiagd's USDT probe udiag:event for that event, and args->FIELD reads the field at the offset\n"
+      "and type of the event's format (strings included: str(args->path)); pid and tid are the\n"
+      "producer's. Other probes (BEGIN, END, interval, kprobes...) are passed on untouched.\n"
+      "The named events must exist; they are enabled until udiag exits. Options after `--`\n"
+      "go to bpftrace. Needs what bpftrace needs (root). Reference: docs/bpf.md.\n"
+      "Example: udiag bpftrace -e 'user_events:http_request /args->status >= 500/ "
+      "{ @[str(args->path)] = count(); }'");
+  command->add_option("-e", line.bpftrace.program, "The program (else read from FILE)");
+  command->add_flag("--print-program", line.bpftrace.print_program,
+                    "Print the program given to bpftrace, and exit");
+  command->add_option("FILE", line.bpftrace.file, "Program file (without -e)");
+  command->add_option("BPFTRACE_OPTIONS", line.bpftrace.bpftrace_args, "Options for bpftrace (put them after `--`)");
+  command->callback([&] {
+    line.run = [&](const std::string& dir) {
+      line.bpftrace.dir = dir;
+      return cli::Bpftrace(line.bpftrace);
+    };
+  });
+}
+
 // A closed stdin, stdout or stderr would be reused by the next open(), and a
 // socket or a child's stream could land on it (CI runners may start us with
 // no stdin).
@@ -380,6 +416,7 @@ int main(int argc, char** argv) {
   AddMountCommands(app, line);
   AddRunCommand(app, line);
   AddMmiotraceCommands(app, line);
+  AddBpftraceCommand(app, line);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

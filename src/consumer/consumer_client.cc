@@ -72,6 +72,11 @@ int ConsumerClient::AutoEnable(const std::string& glob, const std::string& insta
   return Call(ipc::MsgType::kAutoEnable, Encode(ipc::AutoEnableRequest{glob, instance, filter}));
 }
 
+pid_t ConsumerClient::DaemonPid() const {
+  auto peer = base::GetPeerCredentials(fd_.get());
+  return peer.ok() ? peer->pid : 0;
+}
+
 int ConsumerClient::Mkdir(const std::string& path, bool owned) {
   return Call(ipc::MsgType::kTreeMkdir, Encode(ipc::MkdirRequest{path, owned}));
 }

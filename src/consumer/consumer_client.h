@@ -3,6 +3,8 @@
 // enabled while it is connected. What the udiag CLI (and tests) are built on.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -62,6 +64,11 @@ class ConsumerClient {
   // A `filter` is written to each matching event's `filter` file there (a
   // bad one shows in that file and in the instance's error_log).
   int AutoEnable(const std::string& glob, const std::string& instance = "", const std::string& filter = "");
+
+  // The daemon's process id as the kernel reports it for this connection
+  // (SO_PEERCRED): 0 when it cannot tell (say, the daemon is in another pid
+  // namespace).
+  pid_t DaemonPid() const;
 
   // mkdir/rmdir of instances/<name> (`path` is "instances/<name>"): EEXIST,
   // EINVAL (bad name), ENOENT, EBUSY (a trace_pipe or record stream is open

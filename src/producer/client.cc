@@ -1,5 +1,6 @@
 #include "producer/client.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -20,6 +21,7 @@
 namespace udiag::producer {
 
 FastState g_fast;
+std::atomic<uint64_t> g_lost_while_disconnected{0};
 
 namespace {
 
@@ -69,18 +71,19 @@ void WriteEnableBit(const LocalEnabler& en, bool on) {
 
 Client* Client::Get() {
   std::lock_guard lock(g_client_mu);
-  if (g_client && !g_client->dead_) return g_client;
-  // First use, or the daemon went away: (re)connect. The old client, if
-  // any, is leaked on purpose: its agent thread may still be unwinding.
+  // Once connected, the client stays: if the daemon goes away its agent
+  // reconnects, and calls fail with ENOTCONN meanwhile.
+  if (g_client) return g_client;
   auto* client = new Client;
   if (int err = client->Connect(0)) {
     delete client;
     errno = err;
     return nullptr;
   }
-  if (!g_client) pthread_atfork(&Client::AtForkPrepare, &Client::AtForkParent, &Client::AtForkChild);
+  pthread_atfork(&Client::AtForkPrepare, &Client::AtForkParent, &Client::AtForkChild);
   g_client = client;
-  client->StartAgent();
+  g_fast.connected.store(1);
+  client->StartAgent(true);
   return client;
 }
 
@@ -99,15 +102,23 @@ int Client::Connect(int forked_from) {
   if (!info.Decode(d) || reply.fds.size() != 2) return EPROTO;
   void* page = mmap(nullptr, info.status_page_bytes, PROT_READ, MAP_SHARED, reply.fds[0].get(), 0);
   if (page == MAP_FAILED) return errno;
+  // A forked child talks to the same daemon: its inherited data files stay
+  // valid. A new daemon's ids mean nothing to the old files: they go stale
+  // before its status page is published (the write path checks in that order).
+  if (forked_from == 0) g_fast.epoch.fetch_add(1);
+  // The old page (zeros since the daemon went away) stays mapped: writers
+  // may still be reading it.
   g_fast.status_page.store(static_cast<const uint8_t*>(page));
   g_fast.first_event_id.store(info.first_event_id);
   g_fast.status_page_bytes.store(info.status_page_bytes);
   g_fast.clock.store(info.clock);
   g_fast.ring_bytes.store(info.ring_bytes);
-  int old_wake = g_fast.wake_fd.exchange(reply.fds[1].Release());
-  if (old_wake >= 0) close(old_wake);
-  // A forked child talks to the same daemon: its inherited data files stay valid.
-  if (forked_from == 0) g_fast.epoch.fetch_add(1);
+  // The wake descriptor keeps its number, so a writer never pokes a closed
+  // (or reused) one.
+  int old_wake = g_fast.wake_fd.load();
+  if (old_wake < 0 || dup3(reply.fds[1].get(), old_wake, O_CLOEXEC) < 0) {
+    g_fast.wake_fd.store(reply.fds[1].Release());
+  }
   g_fast.ring_generation.fetch_add(1);
   return 0;
 }
@@ -136,8 +147,8 @@ int Client::CallDirect(ipc::MsgType type, const ipc::Encoder* body, std::span<co
   }
 }
 
-void Client::StartAgent() {
-  std::thread(&Client::AgentLoop, this, conn_.get()).detach();
+void Client::StartAgent(bool connected) {
+  std::thread(&Client::AgentMain, this, connected).detach();
 }
 
 int Client::Call(ipc::MsgType type, const ipc::Encoder* body, std::span<const int> fds, Reply* reply,
@@ -163,12 +174,24 @@ int Client::Call(ipc::MsgType type, const ipc::Encoder* body, std::span<const in
   return 0;  // reply->error says how it went (ENOTCONN if the daemon went away)
 }
 
-void Client::AgentLoop(int fd) {
+void Client::AgentMain(bool connected) {
   pthread_setname_np(pthread_self(), "udiag-agent");
   // The agent never handles signals meant for the program.
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  for (;;) {
+    if (connected) {
+      Serve(conn_.get());
+      Disconnected();
+    }
+    Reconnect();
+    connected = true;
+  }
+}
+
+// Returns when the connection breaks.
+void Client::Serve(int fd) {
   // The buffer is the client's, not the thread's: a forked child has no agent
   // thread, and memory reachable only from its stack would look leaked there.
   std::vector<uint8_t>& bytes = agent_buffer_;
@@ -200,7 +223,6 @@ void Client::AgentLoop(int fd) {
     call->done = true;
     replied_.notify_all();
   }
-  Disconnected();
 }
 
 void Client::HandleNotice(ipc::Decoder& body) {
@@ -220,10 +242,16 @@ void Client::ApplyStatus(uint32_t event_id, uint8_t status) {
 }
 
 void Client::Disconnected() {
+  g_fast.connected.store(0);
   std::lock_guard lock(mu_);
   dead_ = true;
-  // Nobody traces any more: bits go to 0 and writes see EBADF.
-  for (const LocalEnabler& en : enablers_) WriteEnableBit(en, false);
+  // Nobody traces any more: bits go to 0 and writes see EBADF. The old ids
+  // mean nothing to the next daemon; the enablers get new ones when they
+  // are registered again.
+  for (LocalEnabler& en : enablers_) {
+    WriteEnableBit(en, false);
+    en.event_id = 0;
+  }
   ZeroStatusPage();
   for (auto& [_, call] : pending_) {
     call->reply->error = ENOTCONN;
@@ -278,20 +306,24 @@ void Client::AtForkChild() {
   legacy::ForkChild();
   // The parent's rings are not ours to write: every thread makes a new one.
   g_fast.ring_generation.fetch_add(1);
-  if (g_client && !g_client->dead_) g_client->ReconnectAfterFork();
+  if (g_client) g_client->ReconnectAfterFork();
 }
 
 void Client::ReconnectAfterFork() {
   // The agent thread did not survive fork and the parent's calls are not ours.
   pending_.clear();
   conn_.Reset();
-  if (int err = Connect(getppid())) {
+  // A parent without a daemon leaves the child without one too: its agent
+  // reconnects like the parent's.
+  int saved = errno;
+  bool connected = !dead_ && Connect(getppid()) == 0;
+  if (connected) {
+    InheritAfterFork();
+  } else {
     Disconnected();
-    errno = err;
-    return;
   }
-  InheritAfterFork();
-  StartAgent();
+  StartAgent(connected);
+  errno = saved;
 }
 
 // The kernel copies the parent's enablers into the child; here the child

@@ -4,7 +4,8 @@
 // write, done from inside — and hands replies to the threads that asked.
 // Replies with side effects on enablers are applied by the agent too, in
 // connection order, so a notice can never overtake the registration it
-// concerns.
+// concerns. When the daemon goes away the agent reconnects in the background
+// and registers everything again (reconnect.cc).
 #pragma once
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/scoped_fd.h"
@@ -31,8 +33,13 @@ struct alignas(64) FastState {
   std::atomic<uint32_t> clock{0};            // ring::ClockDomain
   std::atomic<uint32_t> ring_bytes{0};
   std::atomic<int> wake_fd{-1};
+  std::atomic<uint32_t> connected{0};  // 0 from a daemon's loss until re-registered
 };
 extern FastState g_fast;
+
+// Writes refused because the daemon was gone, and records left in a dead
+// daemon's rings: reported to the next daemon as ring losses (thread_ring.cc).
+extern std::atomic<uint64_t> g_lost_while_disconnected;
 
 struct Reply {
   int error = 0;
@@ -45,6 +52,12 @@ struct LocalEnabler {
   uint64_t addr;
   uint8_t bit;
   uint8_t size;
+  // How it was registered, to register it again on a new daemon: the data
+  // file, the write index the program got, the flags and the command.
+  int fd = -1;
+  uint32_t write_index = 0;
+  uint16_t flags = 0;
+  std::string command{};
 };
 
 class Client {
@@ -70,6 +83,10 @@ class Client {
   // enablers and data files.
   void ReconnectAfterFork();
 
+  // Delays between reconnection attempts: doubling from the first to the last.
+  static constexpr int kFirstRetryMs = 50;
+  static constexpr int kLastRetryMs = 1000;
+
  private:
   struct PendingCall {
     Reply* reply;
@@ -80,10 +97,19 @@ class Client {
   Client() = default;
   int Connect(int forked_from);
   int CallDirect(ipc::MsgType type, const ipc::Encoder* body, std::span<const int> fds, Reply* reply);
-  void StartAgent();
-  void AgentLoop(int fd);
+  // The agent: serves the connection and, when it breaks, reconnects.
+  void StartAgent(bool connected);
+  void AgentMain(bool connected);
+  void Serve(int fd);
   void HandleNotice(ipc::Decoder& body);
   void Disconnected();
+  // reconnect.cc: connects with backoff until a daemon answers and this
+  // process's data files and enablers are registered on it again.
+  void Reconnect();
+  int Replay();
+  int ReplayDataFiles();
+  int ReplayEnablers();
+  int OpenDataFileDirect(base::ScopedFd* out);
   void ApplyStatus(uint32_t event_id, uint8_t status);
   void InheritAfterFork();
 

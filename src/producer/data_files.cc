@@ -16,6 +16,18 @@ void DataFileMirror::Set(uint32_t index, const EventSlot& slot) {
   }
   owned_.push_back(std::make_unique<EventSlot>(slot));
   chunk[index % kChunkSlots].store(owned_.back().get(), std::memory_order_release);
+  end_index_ = std::max(end_index_, index + 1);
+  if (remapped_) index_of_id_.emplace(slot.id, index);
+}
+
+uint32_t DataFileMirror::LocalIndexFor(uint32_t daemon_index, const EventSlot& slot) {
+  uint32_t index = daemon_index;
+  if (remapped_) {
+    auto known = index_of_id_.find(slot.id);
+    index = known != index_of_id_.end() ? known->second : end_index_;
+  }
+  Set(index, slot);
+  return index;
 }
 
 DataFileMirror* DataFileTable::FindSlow(int fd) const {
@@ -24,18 +36,37 @@ DataFileMirror* DataFileTable::FindSlow(int fd) const {
   return it == far_.end() ? nullptr : it->second;
 }
 
-DataFileMirror* DataFileTable::FindOrAdd(int fd, uint32_t epoch) {
-  // Caller holds mu_.
-  DataFileMirror* existing = fd < kDirect ? direct_[fd].load() : (far_.contains(fd) ? far_[fd] : nullptr);
-  if (existing && existing->epoch() == epoch) return existing;
-  auto* mirror = new DataFileMirror(epoch);
+DataFileMirror* DataFileTable::Get(int fd) const {
+  if (fd < kDirect) return direct_[fd].load();
+  auto it = far_.find(fd);
+  return it == far_.end() ? nullptr : it->second;
+}
+
+void DataFileTable::Put(int fd, DataFileMirror* mirror) {
+  DataFileMirror* old = Get(fd);
   if (fd < kDirect) {
     direct_[fd].store(mirror, std::memory_order_release);
   } else {
     far_[fd] = mirror;
   }
-  delete existing;
+  if (old) retired_.emplace_back(old);
+}
+
+DataFileMirror* DataFileTable::FindOrAdd(int fd, uint32_t epoch) {
+  // Caller holds mu_.
+  DataFileMirror* existing = Get(fd);
+  if (existing && existing->epoch() == epoch) return existing;
+  auto* mirror = new DataFileMirror(epoch);
+  Put(fd, mirror);
   return mirror;
+}
+
+void DataFileTable::Replace(int fd, DataFileMirror* mirror) {
+  if (Get(fd)) {
+    Put(fd, mirror);
+  } else {
+    delete mirror;  // closed meanwhile
+  }
 }
 
 void DataFileTable::Remove(int fd) {

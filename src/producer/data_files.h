@@ -1,8 +1,12 @@
 // This process's view of its data files: for each descriptor, what every
 // write_index stands for. The write path reads it without locks; it only
 // grows while the descriptor is open, and slots never change once published.
+// After a daemon restart each file gets a new mirror (reconnect.cc): the
+// program's write indices stay, the event ids behind them are the new
+// daemon's. A replaced mirror is retired, never freed: writers may hold it.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -23,12 +27,17 @@ struct EventSlot {
 
 class DataFileMirror {
  public:
-  explicit DataFileMirror(uint32_t epoch) : epoch_(epoch) {}
+  // `remapped`: built after a daemon restart, where the program's write
+  // indices are this process's own (see LocalIndexFor).
+  explicit DataFileMirror(uint32_t epoch, bool remapped = false) : epoch_(epoch), remapped_(remapped) {}
   ~DataFileMirror();
 
   // The daemon connection this file belongs to; a file from a daemon that
   // has gone away is dead.
   uint32_t epoch() const { return epoch_; }
+  // Whether an index missing here may be asked of the daemon: not after a
+  // restart, when the daemon's indices of the new file differ from ours.
+  bool daemon_knows_indices() const { return !remapped_; }
 
   const EventSlot* Find(uint32_t index) const {
     if (index >= kChunks * kChunkSlots) return nullptr;
@@ -37,11 +46,23 @@ class DataFileMirror {
   }
   // Publishes a slot; callers serialise through DataFileTable's mutex.
   void Set(uint32_t index, const EventSlot& slot);
+  // The write index the program gets for event `slot.id`, which the daemon
+  // registered at `daemon_index`: the same number, except on a remapped
+  // file, where it is the index this process already gave the event or the
+  // next unused one. Publishes the slot. Under DataFileTable's mutex.
+  uint32_t LocalIndexFor(uint32_t daemon_index, const EventSlot& slot);
+  // One past the highest index given out: a remapped file hands out new
+  // indices after those of the file it replaces, which the program may hold.
+  uint32_t end_index() const { return end_index_; }
+  void ContinueAfter(const DataFileMirror& old) { end_index_ = std::max(end_index_, old.end_index_); }
 
  private:
   static constexpr uint32_t kChunkSlots = 256;
   static constexpr uint32_t kChunks = 256;
   const uint32_t epoch_;
+  const bool remapped_;
+  uint32_t end_index_ = 0;
+  std::unordered_map<uint32_t, uint32_t> index_of_id_;  // remapped files only
   std::atomic<std::atomic<const EventSlot*>*> chunks_[kChunks] = {};
   std::vector<std::unique_ptr<EventSlot>> owned_;
 };
@@ -53,6 +74,10 @@ class DataFileTable {
     return FindSlow(fd);
   }
   DataFileMirror* FindOrAdd(int fd, uint32_t epoch);
+  DataFileMirror* Get(int fd) const;  // under mutex()
+  // Puts `mirror` in place of fd's (if fd is still in the table; else it is
+  // deleted). Under mutex().
+  void Replace(int fd, DataFileMirror* mirror);
   void Remove(int fd);
   // Descriptors currently known (used after fork to claim them).
   std::vector<int> Descriptors() const;
@@ -63,9 +88,12 @@ class DataFileTable {
   static constexpr int kDirect = 4096;
   DataFileMirror* FindSlow(int fd) const;
 
+  void Put(int fd, DataFileMirror* mirror);  // under mu_; retires the old one
+
   mutable std::mutex mu_;
   std::atomic<DataFileMirror*> direct_[kDirect] = {};
   std::unordered_map<int, DataFileMirror*> far_;  // fds >= kDirect
+  std::vector<std::unique_ptr<DataFileMirror>> retired_;
 };
 
 // The process's table. Created when the library loads (before any program

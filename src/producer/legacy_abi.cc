@@ -229,6 +229,17 @@ void ReleaseOnClose(int fd) {
   g_rfc_files->erase(file);
 }
 
+void DataFileReplaced(ino_t before, ino_t after) {
+  std::lock_guard lock(g_mu);
+  for (PageRegistration& reg : *g_registrations) {
+    if (reg.file == before) reg.file = after;
+  }
+  if (auto node = g_rfc_files->extract(before)) {
+    node.key() = after;
+    g_rfc_files->insert(std::move(node));
+  }
+}
+
 void ForkPrepare() {
   g_mu.lock();
   if (StatusPage* page = StatusPage::IfCreated()) page->ForkPrepare();

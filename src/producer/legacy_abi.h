@@ -49,6 +49,10 @@ void ForgetStatusViews(void* addr, size_t len);
 // ended with the file.
 void ReleaseOnClose(int fd);
 
+// After a daemon restart the descriptors of file `before` now hold the new
+// daemon's file `after` (reconnect.cc): the registrations follow.
+void DataFileReplaced(ino_t before, ino_t after);
+
 // Called from the client's fork handlers.
 void ForkPrepare();
 void ForkParent();

@@ -8,9 +8,10 @@ namespace {
 
 EventSlot SlotFrom(const ipc::EventInfo& info) { return EventSlot{info.id, info.min_size, info.locs}; }
 
-void Remember(int fd, uint32_t index, const ipc::EventInfo& info) {
+// Returns the write index the program gets (data_files.h: LocalIndexFor).
+uint32_t Remember(int fd, uint32_t daemon_index, const ipc::EventInfo& info) {
   std::lock_guard lock(DataFiles().mutex());
-  DataFiles().FindOrAdd(fd, g_fast.epoch.load())->Set(index, SlotFrom(info));
+  return DataFiles().FindOrAdd(fd, g_fast.epoch.load())->LocalIndexFor(daemon_index, SlotFrom(info));
 }
 
 }  // namespace
@@ -26,9 +27,13 @@ int RegisterEnabler(Client& client, int fd, uint16_t flags, const std::string& c
   int err = client.Call(ipc::MsgType::kRegister, &body, fds, &reply, [&](const Reply& r) {
     ipc::Decoder d(r.body);
     if (r.error || !answer.Decode(d)) return;
+    answer.write_index = Remember(fd, answer.write_index, answer.event);
     LocalEnabler added = enabler;
     added.event_id = answer.event.id;
-    Remember(fd, answer.write_index, answer.event);
+    added.fd = fd;
+    added.write_index = answer.write_index;
+    added.flags = flags;
+    added.command = command;
     client.AddEnabler(added, answer.status);
   });
   if (err) return err;

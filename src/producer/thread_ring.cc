@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstring>
+
 namespace udiag::producer {
 
 thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
@@ -23,6 +25,33 @@ void OnThreadExit(void*) {
   t_ring.generation = 0;
 }
 
+// Records this thread committed to a ring that its daemon never read: the
+// ring is ours, but still checked as if it were not (sizes bound the walk).
+uint64_t UndrainedRecords(const ring::RingMapping& m) {
+  const auto* header = static_cast<const ring::RingHeader*>(m.base);
+  const uint8_t* data = static_cast<const uint8_t*>(m.base) + ring::kHeaderBytes;
+  const uint64_t size = header->data_size;
+  const uint64_t head = header->head.load(std::memory_order_acquire);
+  uint64_t tail = header->tail.load(std::memory_order_acquire);
+  if (tail > head || head - tail > size) return 0;
+  uint64_t records = 0;
+  while (tail < head) {
+    ring::RecordHeader record;
+    std::memcpy(&record, data + (tail & (size - 1)), 8);  // size and type
+    if (record.size < 8 || record.size > head - tail) break;
+    if (record.type != ring::kPaddingType) ++records;
+    tail += ring::AlignRecord(record.size);
+  }
+  return records;
+}
+
+// Losses of the time without a daemon, which this thread's new ring reports.
+uint64_t TakeDisconnectedLosses() {
+  uint64_t lost = g_lost_while_disconnected.exchange(0, std::memory_order_relaxed);
+  bool orphaned = t_ring.mapping.base && t_ring.epoch != g_fast.epoch.load() && t_ring.owner == getpid();
+  return orphaned ? lost + UndrainedRecords(t_ring.mapping) : lost;
+}
+
 pthread_key_t ExitKey() {
   static pthread_key_t key = [] {
     pthread_key_t k;
@@ -36,15 +65,18 @@ pthread_key_t ExitKey() {
 
 bool RenewThreadRing() {
   uint32_t generation = g_fast.ring_generation.load(std::memory_order_acquire);
-  // After a fork the old ring is the parent's; after a reconnect it belongs
-  // to a daemon that is gone. Either way this thread stops using it.
-  Unmap(t_ring.mapping);
-  t_ring.writer = ring::RingWriter();
+  uint32_t epoch = g_fast.epoch.load();
   Client* client = Client::Get();
   if (!client) return false;
   ring::RingMapping m;
   auto clock = static_cast<ring::ClockDomain>(g_fast.clock.load());
   if (ring::CreateRing(g_fast.ring_bytes.load(), gettid(), clock, &m) != 0) return false;
+  // After a fork the old ring is the parent's; after a reconnect it belongs
+  // to a daemon that is gone. Either way this thread stops using it.
+  const uint64_t lost = TakeDisconnectedLosses();
+  static_cast<ring::RingHeader*>(m.base)->lost.store(lost, std::memory_order_relaxed);
+  Unmap(t_ring.mapping);
+  t_ring.writer = ring::RingWriter();
   // Called, not posted: the reply comes once the daemon has mapped the ring
   // and set its full_wait_ms, so a --block recording's first records wait
   // instead of being dropped. The call is bounded by UDIAG_TIMEOUT_MS.
@@ -55,11 +87,14 @@ bool RenewThreadRing() {
   m.fd = -1;
   if (err || reply.error) {
     Unmap(m);
+    g_lost_while_disconnected.fetch_add(lost, std::memory_order_relaxed);  // the next ring tells
     return false;
   }
   t_ring.mapping = m;
   t_ring.writer.Attach(m.base);
   t_ring.generation = generation;
+  t_ring.epoch = epoch;
+  t_ring.owner = getpid();
   pthread_setspecific(ExitKey(), &t_ring);  // non-null so OnThreadExit runs
   return true;
 }

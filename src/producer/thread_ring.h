@@ -2,7 +2,12 @@
 // to the daemon; marked closed when the thread exits so the daemon frees it
 // once drained. A fork or a reconnect bumps the ring generation, and each
 // thread then makes a fresh ring instead of writing into its parent's.
+// The first ring after a daemon restart carries, as its lost count, the
+// writes refused while there was no daemon and the records the old daemon
+// never drained.
 #pragma once
+
+#include <sys/types.h>
 
 #include "producer/client.h"
 #include "ring/ring_writer.h"
@@ -16,6 +21,8 @@ struct ThreadRing {
   ring::RingWriter writer;
   ring::RingMapping mapping{-1, nullptr, 0};
   uint32_t generation = 0;
+  uint32_t epoch = 0;  // the daemon connection the ring was given to
+  pid_t owner = 0;     // the process that made it (not a forked child)
 };
 
 extern thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));

@@ -22,6 +22,16 @@ namespace {
   return -1;
 }
 
+// A write to an event nobody traces, or to a file of a daemon that went
+// away: EBADF, as the kernel's write to a disabled event. While there is no
+// daemon the write is counted lost (reported to the next one: thread_ring.h).
+[[gnu::cold, gnu::noinline]] ssize_t Refuse() {
+  if (!g_fast.connected.load(std::memory_order_relaxed)) {
+    g_lost_while_disconnected.fetch_add(1, std::memory_order_relaxed);
+  }
+  return Fail(EBADF);
+}
+
 // Asks the daemon what `index` on `fd` is: for a descriptor this process
 // did not open itself (inherited across exec, dup'ed) or an index another
 // process registered on a shared data file.
@@ -82,21 +92,27 @@ ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
   }
   if (index < 0) return Fail(EINVAL);
 
+  // The file's epoch first: slots of a file from a daemon that went away
+  // hold that daemon's ids.
   DataFileMirror* file = DataFiles().Find(fd);
+  if (file && file->epoch() != g_fast.epoch.load(std::memory_order_acquire)) return Refuse();
   const EventSlot* slot = file ? file->Find(index) : nullptr;
-  if (file && file->epoch() != g_fast.epoch.load(std::memory_order_relaxed)) return Fail(EBADF);
-  if (!slot && !(slot = DescribeIndex(fd, index))) return Fail(errno == ENOTCONN ? EBADF : errno);
+  if (!slot) {
+    // After a restart the daemon's indices of the file are not the program's.
+    if (file && !file->daemon_knows_indices()) return Fail(ENOENT);
+    if (!(slot = DescribeIndex(fd, index))) return errno == ENOTCONN ? Refuse() : Fail(errno);
+  }
 
   size_t payload = total - sizeof(index);
   if (payload < slot->min_size) return Fail(EINVAL);
   uint32_t slot_index = slot->id - g_fast.first_event_id.load(std::memory_order_relaxed);
   if (slot_index >= g_fast.status_page_bytes.load(std::memory_order_relaxed) ||
       !g_fast.status_page.load(std::memory_order_relaxed)[slot_index]) {
-    return Fail(EBADF);
+    return Refuse();
   }
 
   ring::RingWriter* ring = CurrentThreadRing();
-  if (!ring) return Fail(ENOMEM);
+  if (!ring) return g_fast.connected.load(std::memory_order_relaxed) ? Fail(ENOMEM) : Refuse();
   uint32_t cpu;
   uint64_t ts;
   if (g_fast.clock.load(std::memory_order_relaxed) == static_cast<uint32_t>(ring::ClockDomain::kTsc)) {

@@ -70,8 +70,15 @@ class TraceWriter {
     (void)page;
     return false;
   }
-  // Completes the file. Returns 0 or an errno (e.g. ENOSPC) with the file
-  // left incomplete.
+  // Makes what was written so far survive the writer's process being killed
+  // (a format that can: trace.dat). Called every few hundred ms; returns 0
+  // or the errno that has stopped the file from growing.
+  virtual int Checkpoint(const TraceInfo& info) {
+    (void)info;
+    return 0;
+  }
+  // Completes the file. Returns 0 or an errno (e.g. ENOSPC); the file then
+  // keeps what was on disk before the failure where the format allows.
   virtual int Finish(const TraceInfo& info) = 0;
 };
 

@@ -61,7 +61,7 @@ base::ErrorOr<Event*> EventRegistry::FindOrCreate(std::string_view command, bool
 
 base::ErrorOr<Event*> EventRegistry::Create(schema::EventDescription desc, bool multi_format,
                                             bool persist) {
-  if (events_.size() >= max_events_) return base::Errno{EMFILE};
+  if (events_.size() >= max_events_ || !observer_->MayCreateEvent()) return base::Errno{EMFILE};
   // Ids go round-robin so that a freed id is reused as late as possible:
   // records of a deleted event may still sit in a buffer under its id.
   uint32_t capacity = status_page_->capacity();

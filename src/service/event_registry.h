@@ -52,6 +52,9 @@ class EventRegistry {
   class Observer {
    public:
     virtual ~Observer() = default;
+    // Just before creating an event: false refuses it with EMFILE (the
+    // creator has used up his quota of events).
+    virtual bool MayCreateEvent() { return true; }
     // Right after creation, before the creator sees the event.
     virtual void OnEventCreated(Event& event) = 0;
     // After the status changed: enable bits must follow.

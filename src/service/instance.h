@@ -16,6 +16,7 @@
 
 #include "service/error_log.h"
 #include "service/event_filters.h"
+#include "service/event_probe.h"
 #include "service/event_registry.h"
 #include "service/trace_buffer.h"
 
@@ -54,6 +55,11 @@ class Instance {
   // events be dropped again rather than stall every producer.
   bool HoldsBack(uint64_t now_ns, size_t max_record_bytes);
 
+  // `usdt_probe` (ours): the events this instance enables fire udiagd's USDT
+  // probe (service/event_probe.h) instead of filling its buffer.
+  bool usdt_probe() const { return usdt_probe_; }
+  void set_usdt_probe(bool on) { usdt_probe_ = on; }
+
   // `snapshot`: a frozen copy of the buffer, or null when freed.
   const TraceBuffer* snapshot() const { return snapshot_.get(); }
   void TakeSnapshot() { snapshot_ = buffer_.Copy(); }
@@ -80,6 +86,7 @@ class Instance {
   std::string name_;
   TraceBuffer buffer_;
   bool tracing_on_ = true;
+  bool usdt_probe_ = false;
   std::set<uint32_t> enabled_;
   EventFilters filters_;
   ErrorLog error_log_;
@@ -117,16 +124,22 @@ class InstanceSet {
   // Whether any record session enables the event (user_events_status "record").
   bool RecordedBy(uint32_t id) const;
   // Copies a record into every instance that enables its event, is on and
-  // whose filter for the event it passes. Inline: the drain loop calls it
-  // once per record.
+  // whose filter for the event it passes, and fires the USDT probe once if a
+  // probe instance among them does. Inline: the drain loop calls it once per
+  // record.
   void Deliver(const Event& event, const EntryMeta& meta, std::span<const uint8_t> record) {
     size_t slot = event.id - EventRegistry::kFirstId;
     if (slot >= enablers_.size()) return;
+    bool probe = false;
     for (Instance* instance : enablers_[slot]) {
-      if (instance->tracing_on() && instance->filters().Accepts(event, meta, record, comm_)) {
+      if (!instance->tracing_on() || !instance->filters().Accepts(event, meta, record, comm_)) continue;
+      if (instance->usdt_probe()) {
+        probe = true;
+      } else {
         instance->buffer().Append(meta, record);
       }
     }
+    if (probe && EventProbeAttached()) FireEventProbe(event.id, meta, record);
   }
   // How filters name the thread behind a record (COMM).
   void set_comm_lookup(CommLookup comm) { comm_ = std::move(comm); }

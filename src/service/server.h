@@ -2,7 +2,8 @@
 // requests against the registry and the tracefs tree, keeps every producer's
 // enable bits in step with event status, and drains producer rings into the
 // instances' buffers. Single-threaded on purpose: no locks, and a request
-// sees a consistent world.
+// sees a consistent world. Its member functions live in server_*.cc by
+// concern (docs/architecture.md lists them).
 #pragma once
 
 #include <sys/types.h>
@@ -28,6 +29,7 @@
 #include "service/record_stream_sender.h"
 #include "service/status_page.h"
 #include "service/tracefs_tree.h"
+#include "service/user_quotas.h"
 
 namespace udiag::service {
 
@@ -41,6 +43,7 @@ struct ServerOptions {
   std::string dir;
   AccessPolicy policy;
   uint32_t ring_bytes = kDefaultRingBytes;  // per producer thread
+  UserLimits limits;
   bool verbose = false;
 };
 
@@ -54,6 +57,7 @@ class Server : public EventRegistry::Observer {
   void Stop() { running_ = false; }
 
   // EventRegistry::Observer
+  bool MayCreateEvent() override;
   void OnEventCreated(Event& event) override;
   void OnEventStatusChanged(Event& event) override;
   void OnEventDestroyed(const Event& event) override;
@@ -77,6 +81,8 @@ class Server : public EventRegistry::Observer {
     pid_t pid;
     uint32_t tid;
     uint64_t owner;  // connection id
+    uid_t uid;       // charged for its bytes
+    uint64_t bytes;
   };
   struct Connection {
     uint64_t id = 0;
@@ -85,8 +91,13 @@ class Server : public EventRegistry::Observer {
     Caller caller;
     bool greeted = false;
     ipc::Role role = ipc::Role::kConsumer;
+    // Over the user's connection limit at accept: the first request is
+    // answered with this errno and the connection closed.
+    int refusal = 0;
+    uint64_t refusal_deadline_ns = 0;  // closed then if it never asks
     std::vector<std::vector<uint8_t>> outbox;  // messages waiting for EPOLLOUT
-    size_t outbox_bytes = 0;
+    size_t outbox_bytes = 0;  // with kQueuedMessageOverhead each
+    bool unread = false;      // dropped for not reading its replies: closed soon
     // Producer state.
     std::vector<Enabler> enablers;
     std::vector<bool> writable;  // by id - kFirstId: events it may put in its rings
@@ -103,6 +114,7 @@ class Server : public EventRegistry::Observer {
   };
   struct DataFile {
     base::ScopedFd daemon_end;
+    uid_t uid = 0;  // charged for the fd
     ino_t producer_inode = 0;
     std::vector<Event*> refs;  // index = write_index
   };
@@ -119,6 +131,16 @@ class Server : public EventRegistry::Observer {
   int Init();
 
   void Accept();
+  // accept() failed for want of fds: drop the pending connection (with the
+  // reserve fd) and stop listening for a while instead of spinning.
+  void OnOutOfFds(int err);
+  void ResumeListeningWhenDue(uint64_t now);
+  // Connections refused at accept that never sent a request.
+  void ExpireRefusals(uint64_t now);
+  // Refuses a request over `uid`'s limit of `r`, logging once per episode.
+  int Refuse(const Connection& conn, Resource r, int err);
+  void DropUnread(Connection& conn);
+  void CloseUnread();
   void HandleReadable(Connection& conn);
   void HandleMessage(Connection& conn, const std::vector<uint8_t>& bytes, std::vector<base::ScopedFd>& fds);
   void CloseConnection(uint64_t conn_id);
@@ -207,6 +229,13 @@ class Server : public EventRegistry::Observer {
   std::unique_ptr<EventRegistry> registry_;
   std::unique_ptr<InstanceSet> instances_;
   std::unique_ptr<TracefsTree> tree_;
+  UserQuotas quotas_;
+  std::unordered_map<uint32_t, uid_t> event_creators_;  // event id -> uid charged for it
+  base::ScopedFd reserve_fd_;            // given up to accept (and close) when out of fds
+  uint64_t listening_paused_until_ = 0;  // 0: listening
+  bool out_of_fds_ = false;              // logged this episode
+  size_t refusals_ = 0;                  // connections with a refusal pending
+  std::vector<uint64_t> unread_;         // connections to close: DropUnread
   base::TscClock tsc_clock_;
   ring::ClockDomain clock_domain_ = ring::ClockDomain::kMonotonic;  // what producers stamp with
   bool running_ = true;

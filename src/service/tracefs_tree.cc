@@ -18,7 +18,7 @@ enum class Node {
   kRoot, kInstancesDir, kOptionsDir, kPerCpuDir, kCpuDir, kEventsDir, kSystemDir, kEventDir,  // directories
   kDynamicEvents, kStatus, kAvailableEvents, kSetEvent, kTrace, kTracePipe, kTracingOn,
   kBufferSizeKb, kTraceClock, kEventsMax, kEnable, kFormat, kId, kOverwrite, kSnapshot, kStats,
-  kBlockingTimeoutMs, kReadme, kDataFile, kFilter, kErrorLog,
+  kBlockingTimeoutMs, kReadme, kDataFile, kUsdtProbe, kFilter, kErrorLog,
 };
 
 struct TracefsTree::Resolved {
@@ -57,8 +57,8 @@ constexpr FileSpec kRootFiles[] = {
     {"dynamic_events", Node::kDynamicEvents, true},     {"set_event", Node::kSetEvent},
     {"snapshot", Node::kSnapshot},                      {"trace", Node::kTrace},
     {"trace_clock", Node::kTraceClock},                 {"trace_pipe", Node::kTracePipe},
-    {"tracing_on", Node::kTracingOn},                   {"user_events_max", Node::kEventsMax, true},
-    {"user_events_status", Node::kStatus, true},
+    {"tracing_on", Node::kTracingOn},                   {"usdt_probe", Node::kUsdtProbe},
+    {"user_events_max", Node::kEventsMax, true},        {"user_events_status", Node::kStatus, true},
 };
 constexpr FileSpec kEventFiles[] = {
     {"enable", Node::kEnable}, {"filter", Node::kFilter}, {"format", Node::kFormat}, {"id", Node::kId}};
@@ -207,6 +207,8 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
       return fmt::format("{}\n", inst.buffer().capacity() / 1024);
     case Node::kBlockingTimeoutMs:
       return fmt::format("{}\n", inst.blocking_timeout_ms());
+    case Node::kUsdtProbe:
+      return std::string(inst.usdt_probe() ? "1\n" : "0\n");
     case Node::kTraceClock:
       return std::string("[mono]\n");
     case Node::kEventsMax:
@@ -355,6 +357,10 @@ int TracefsTree::Write(std::string_view path, std::string_view text, bool append
       return inst.filters().WriteSystem(SystemEvents(r->system), text, &inst.error_log());
     case Node::kErrorLog:
       if (!append) inst.error_log().Clear();  // opening with O_TRUNC clears, as ftrace
+      return 0;
+    case Node::kUsdtProbe:
+      if (!ParseUnsigned(text, &value) || value > 1) return EINVAL;
+      inst.set_usdt_probe(value == 1);
       return 0;
     case Node::kSnapshot:
       if (!ParseUnsigned(text, &value)) return EINVAL;

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "service/event_probe.h"
 #include "service/status_page.h"
 #include "service/test_observer.h"
 
@@ -193,6 +194,31 @@ TEST_F(TracefsTreeTest, PerCpuStatsCountWhereEventsWent) {
   ASSERT_TRUE(listing.ok());
   ASSERT_EQ(listing->size(), 1u);
   EXPECT_EQ((*listing)[0].name, "cpu0");
+}
+
+// A probe instance's events go to the USDT probe (service/event_probe.h),
+// not to its buffer; the instances that trace them as usual still get them.
+TEST_F(TracefsTreeTest, UsdtProbeInstanceDoesNotBuffer) {
+  ASSERT_EQ(tree_.Write("dynamic_events", "u:test u32 count", true, kRoot), 0);
+  Event* e = registry_.FindByTracepoint("user_events", "test");
+  ASSERT_EQ(tree_.Mkdir("instances/bpf", 0, kConsumer), 0);
+  EXPECT_EQ(Read("instances/bpf/usdt_probe"), "0\n");
+  ASSERT_EQ(tree_.Write("instances/bpf/usdt_probe", "1\n", false, kConsumer), 0);
+  EXPECT_EQ(Read("instances/bpf/usdt_probe"), "1\n");
+  EXPECT_EQ(Read("usdt_probe"), "0\n");
+  EXPECT_EQ(tree_.Write("instances/bpf/usdt_probe", "2", false, kConsumer), EINVAL);
+  EXPECT_EQ(tree_.Write("instances/bpf/usdt_probe", "0", false, kProducer), EACCES);
+  ASSERT_EQ(tree_.Write("instances/bpf/events/user_events/test/enable", "1", false, kConsumer), 0);
+  ASSERT_EQ(tree_.Write("events/user_events/test/enable", "1", false, kConsumer), 0);
+  // Raised as a tracer would: the probe fires (a no-op with nobody attached).
+  udiag_event_semaphore = 1;
+  instances_.Deliver(*e, {1000, 1, 1, 0}, std::vector<uint8_t>(12));
+  udiag_event_semaphore = 0;
+  EXPECT_EQ(instances_.Find("bpf")->buffer().entries(), 0u);
+  EXPECT_EQ(instances_.top().buffer().entries(), 1u);
+  ASSERT_EQ(tree_.Write("instances/bpf/usdt_probe", "0", false, kConsumer), 0);
+  instances_.Deliver(*e, {2000, 1, 1, 0}, std::vector<uint8_t>(12));
+  EXPECT_EQ(instances_.Find("bpf")->buffer().entries(), 1u);
 }
 
 TEST_F(TracefsTreeTest, BufferSize) {

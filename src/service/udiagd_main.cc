@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <grp.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,6 +51,16 @@ int Daemonize(int* ready_fd) {
   return 0;
 }
 
+// Clients cost the daemon fds; the per-user limits share out the hard
+// limit, not the soft default (often 1024).
+void RaiseFdLimit() {
+  rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,6 +79,35 @@ int main(int argc, char** argv) {
   app.add_option("--consumer-group", consumer_group, "Group whose members may enable events and read traces");
   app.add_option("--ring-kb", ring_kb, fmt::format("Size of each producer thread's ring in KiB (power of two; default {})", ring_kb))
       ->check(CLI::Range(4u, 65536u));
+  udiag::service::UserLimits limits;
+  uint64_t queued_kb_per_connection = limits.queued_bytes_per_connection >> 10;
+  uint64_t queued_kb = limits.queued_bytes >> 10;
+  uint64_t ring_mb = limits.ring_bytes >> 20;
+  app.add_option("--max-connections-per-user", limits.fds,
+                 fmt::format("Connections plus user_events_data files one unprivileged user may hold open "
+                             "(EMFILE beyond; default {})", limits.fds))
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+  app.add_option("--max-queued-kb-per-connection", queued_kb_per_connection,
+                 fmt::format("Unread replies one connection may leave queued before it is dropped (default {})",
+                             queued_kb_per_connection))
+      ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 30));
+  app.add_option("--max-queued-kb-per-user", queued_kb,
+                 fmt::format("Unread replies all of one unprivileged user's connections may leave queued "
+                             "(default {})", queued_kb))
+      ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 30));
+  app.add_option("--max-events-per-user", limits.events,
+                 fmt::format("Events one unprivileged user's registrations may create (EMFILE beyond; default {})",
+                             limits.events))
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+  app.add_option("--max-enablers-per-user", limits.enablers,
+                 fmt::format("Registrations (enablers) one unprivileged user's processes may hold (ENOMEM beyond; "
+                             "default {})",
+                             limits.enablers))
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 24));
+  app.add_option("--max-ring-mb-per-user", ring_mb,
+                 fmt::format("Ring memory of one unprivileged user's producer threads (ENOMEM beyond; default {})",
+                             ring_mb))
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
   app.add_flag("-v,--verbose", verbose, "Log connections to stderr");
   try {
     app.parse(argc, argv);
@@ -87,6 +127,11 @@ int main(int argc, char** argv) {
   options.policy.consumer_group = ParseGroup(consumer_group);
   options.ring_bytes = ring_kb * 1024;
   options.verbose = verbose;
+  limits.queued_bytes_per_connection = queued_kb_per_connection << 10;
+  limits.queued_bytes = queued_kb << 10;
+  limits.ring_bytes = ring_mb << 20;
+  options.limits = limits;
+  RaiseFdLimit();
 
   int ready_fd = -1;
   if (daemonize) {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "integration_util.h"
+#include "system_daemon_test.h"
 
 namespace udiag::integration {
 namespace {
@@ -18,15 +19,8 @@ constexpr uid_t kNobody = 65534;
 constexpr gid_t kProducerGid = 4242;
 constexpr gid_t kConsumerGid = 4343;
 
-class AccessControlTest : public ::testing::Test {
+class AccessControlTest : public SystemDaemonTest {
  protected:
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to start a system daemon and switch users";
-    ASSERT_FALSE(parent_.path().empty());
-    ASSERT_EQ(chmod(parent_.path().c_str(), 0755), 0);
-    dir_ = parent_.path() + "/udiag";
-  }
-
   // In a child running as kNobody/`gid`: connects as a consumer, reads
   // `trace` and writes an enable file. Returns "read=<errno> write=<errno>"
   // (connect=<errno> if it cannot connect).
@@ -80,9 +74,6 @@ class AccessControlTest : public ::testing::Test {
     setenv("LD_LIBRARY_PATH", lib.c_str(), 1);  // children inherit it
     return bin + "/" + name;
   }
-
-  TempDir parent_;
-  std::string dir_;
 };
 
 TEST_F(AccessControlTest, UnprivilegedUserIsNotAProducerByDefault) {

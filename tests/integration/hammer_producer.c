@@ -20,6 +20,8 @@
 #include <time.h>
 #include <udiag/udiag.h>
 
+#include "seq_event.h"
+
 static unsigned int enabled;
 
 static void sleep_us(long us) {
@@ -44,17 +46,8 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "hammer_producer: udiag_open: %s\n", strerror(err));
 		return 64 + err;
 	}
-	char command[256];
-	snprintf(command, sizeof(command), "%s u32 seq", name);
 	struct user_reg reg;
-	memset(&reg, 0, sizeof(reg));
-	reg.size = sizeof(reg);
-	reg.enable_bit = 0;
-	reg.enable_size = sizeof(enabled);
-	reg.flags = persist ? USER_EVENT_REG_PERSIST : 0;
-	reg.enable_addr = (uint64_t)(uintptr_t)&enabled;
-	reg.name_args = (uint64_t)(uintptr_t)command;
-	if (udiag_ioctl(fd, DIAG_IOCSREG, &reg) < 0) {
+	if (register_seq_event(fd, name, &enabled, persist ? USER_EVENT_REG_PERSIST : 0, &reg) < 0) {
 		fprintf(stderr, "hammer_producer: DIAG_IOCSREG: %s\n", strerror(errno));
 		return 3;
 	}

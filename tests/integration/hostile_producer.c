@@ -20,6 +20,8 @@
 #include <time.h>
 #include <udiag/udiag.h>
 
+#include "seq_event.h"
+
 static unsigned int enabled;
 
 static long now_ms(void) {
@@ -71,15 +73,8 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "hostile_producer: udiag_open: %s\n", strerror(errno));
 		return 3;
 	}
-	char command[256];
-	snprintf(command, sizeof(command), "%s u32 seq", argv[1]);
 	struct user_reg reg;
-	memset(&reg, 0, sizeof(reg));
-	reg.size = sizeof(reg);
-	reg.enable_size = sizeof(enabled);
-	reg.enable_addr = (uint64_t)(uintptr_t)&enabled;
-	reg.name_args = (uint64_t)(uintptr_t)command;
-	if (udiag_ioctl(fd, DIAG_IOCSREG, &reg) < 0) {
+	if (register_seq_event(fd, argv[1], &enabled, 0, &reg) < 0) {
 		fprintf(stderr, "hostile_producer: DIAG_IOCSREG: %s\n", strerror(errno));
 		return 3;
 	}

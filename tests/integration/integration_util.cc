@@ -139,6 +139,15 @@ std::map<uint32_t, int> SeqsOf(const std::string& trace, const std::string& even
   return seqs;
 }
 
+uint64_t LostCount(const std::string& trace) {
+  uint64_t lost = 0;
+  const std::string key = "[LOST ";
+  for (size_t pos = trace.find(key); pos != std::string::npos; pos = trace.find(key, pos + 1)) {
+    lost += strtoull(trace.c_str() + pos + key.size(), nullptr, 10);
+  }
+  return lost;
+}
+
 std::string CheckExactlyOnce(const std::map<uint32_t, int>& seqs, uint32_t count) {
   std::ostringstream problems;
   int missing = 0;

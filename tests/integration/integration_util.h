@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -57,6 +58,9 @@ consumer::ConsumerClient MustConnect(const std::string& dir);
 
 // Maps seq -> occurrences of "`event`: seq=0x.. (N)" lines in trace text.
 std::map<uint32_t, int> SeqsOf(const std::string& trace, const std::string& event);
+
+// Sum of N over the "[LOST N EVENTS]" lines of trace text.
+uint64_t LostCount(const std::string& trace);
 
 // Describes which of 0..count-1 are missing or duplicated ("" when exactly once each).
 std::string CheckExactlyOnce(const std::map<uint32_t, int>& seqs, uint32_t count);

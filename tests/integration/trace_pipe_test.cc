@@ -47,15 +47,6 @@ TEST(TracePipeTest, StreamsEveryEventOfAProducer) {
   EXPECT_EQ(text.find("LOST"), std::string::npos) << "events were lost at a low rate";
 }
 
-// Sum of N over "[LOST N EVENTS]" lines.
-uint64_t LostCount(const std::string& text) {
-  uint64_t lost = 0;
-  const std::string key = "[LOST ";
-  for (size_t pos = text.find(key); pos != std::string::npos; pos = text.find(key, pos + 1))
-    lost += strtoull(text.c_str() + pos + key.size(), nullptr, 10);
-  return lost;
-}
-
 // At full speed events may be dropped, but never silently: every seq of the
 // producer is either streamed or counted in a LOST line.
 TEST(TracePipeTest, FullSpeedProducerEventsAreStreamedOrReportedLost) {

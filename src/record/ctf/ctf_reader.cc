@@ -36,27 +36,6 @@ base::ErrorOr<std::string> ReadMetadata(const std::string& path) {
   return text;
 }
 
-// The data stream files of the trace: every regular file but `metadata`
-// and hidden ones, sorted so the order does not depend on the file system.
-base::ErrorOr<std::vector<std::string>> StreamPaths(const std::string& dir) {
-  DIR* listing = ::opendir(dir.c_str());
-  if (listing == nullptr) return base::Errno{errno};
-  std::vector<std::string> paths;
-  while (const dirent* entry = ::readdir(listing)) {
-    std::string name = entry->d_name;
-    struct stat st;
-    std::string path = dir + "/" + name;
-    if (name == "metadata" || name.starts_with('.') || ::stat(path.c_str(), &st) != 0 ||
-        !S_ISREG(st.st_mode)) {
-      continue;
-    }
-    paths.push_back(std::move(path));
-  }
-  ::closedir(listing);
-  std::sort(paths.begin(), paths.end());
-  return paths;
-}
-
 class CtfReader : public TraceReader {
  public:
   CtfReader(TraceModel model, std::vector<std::string> stream_paths)
@@ -128,13 +107,32 @@ class CtfReader : public TraceReader {
 
 }  // namespace
 
+base::ErrorOr<std::vector<std::string>> CtfStreamPaths(const std::string& dir) {
+  DIR* listing = ::opendir(dir.c_str());
+  if (listing == nullptr) return base::Errno{errno};
+  std::vector<std::string> paths;
+  while (const dirent* entry = ::readdir(listing)) {
+    std::string name = entry->d_name;
+    struct stat st;
+    std::string path = dir + "/" + name;
+    if (name == "metadata" || name.starts_with('.') || ::stat(path.c_str(), &st) != 0 ||
+        !S_ISREG(st.st_mode)) {
+      continue;
+    }
+    paths.push_back(std::move(path));
+  }
+  ::closedir(listing);
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
 base::ErrorOr<std::unique_ptr<TraceReader>> OpenCtfReader(const std::string& dir) {
   auto metadata = ReadMetadata(dir + "/metadata");
   if (!metadata.ok()) return base::Errno{metadata.error()};
   TraceModel model;
   if (!metadata->starts_with(kSignature)) return base::Errno{EINVAL};
   if (int error = ParseModelComment(*metadata, &model)) return base::Errno{error};
-  auto paths = StreamPaths(dir);
+  auto paths = CtfStreamPaths(dir);
   if (!paths.ok()) return base::Errno{paths.error()};
   auto reader = std::make_unique<CtfReader>(std::move(model), std::move(paths.value()));
   if (int error = reader->Load()) return base::Errno{error};

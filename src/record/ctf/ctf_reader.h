@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/error_or.h"
 #include "record/trace_model.h"
@@ -22,5 +23,10 @@ namespace udiag::record::ctf {
 // result cannot meet malformed data. Returns the reader, EINVAL for a
 // malformed or foreign trace, or an errno from opening the files.
 base::ErrorOr<std::unique_ptr<TraceReader>> OpenCtfReader(const std::string& dir);
+
+// The data stream files of the trace in `dir`: every regular file but
+// `metadata` and hidden ones, sorted so the order does not depend on the
+// file system.
+base::ErrorOr<std::vector<std::string>> CtfStreamPaths(const std::string& dir);
 
 }  // namespace udiag::record::ctf

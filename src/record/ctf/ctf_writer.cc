@@ -1,5 +1,7 @@
 // The TraceWriter for CTF: events go to their CPU's stream file as they
-// come; the metadata, which needs every type and task, is written last.
+// come, in whole packets. The metadata is rewritten (atomically, by rename)
+// before the first event of a new type is taken and at every checkpoint, so
+// a killed recording leaves a trace whose packets all have their classes.
 
 #include "record/ctf/ctf_writer.h"
 
@@ -7,6 +9,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -78,6 +81,7 @@ class CtfWriter : public TraceWriter {
   void Write(const Record& record) override {
     auto type = type_index_.find(record.event_id);
     if (type == type_index_.end()) return SetError(EINVAL);
+    if (type->second >= types_in_metadata_) SetError(WriteMetadata());
     StreamFileWriter* stream = StreamFor(record.cpu);
     if (stream == nullptr) return SetError(errno);
     if (!has_records_) first_timestamp_ = record.timestamp;
@@ -92,6 +96,13 @@ class CtfWriter : public TraceWriter {
     event_.push_back(record.data.size() > 3 ? record.data[3] : 0);  // common_preempt_count
     EncodePayload(model_.types[type->second], record.data, &event_);
     stream->Append(record.timestamp, record.lost_before, event_);
+  }
+
+  int Checkpoint(const TraceInfo& info) override {
+    model_.info = info;
+    if (model_.tasks.size() != tasks_in_metadata_) SetError(WriteMetadata());
+    for (auto& [cpu, stream] : streams_) SetError(stream->Flush());
+    return error_;
   }
 
   int Finish(const TraceInfo& info) override {
@@ -110,12 +121,22 @@ class CtfWriter : public TraceWriter {
       if (int closed = stream->Close(first_timestamp_)) SetError(closed);
     }
     if (error_ != 0) return error_;
-    return WriteFile(dir_ + "/metadata", MetadataText(model_, clock_offset_ns_));
+    return WriteMetadata();
   }
 
  private:
   void SetError(int error) {
     if (error_ == 0) error_ = error;
+  }
+
+  // Replaces the metadata file whole: a reader never sees half of one.
+  int WriteMetadata() {
+    std::string temporary = dir_ + "/.metadata.tmp";
+    if (int error = WriteFile(temporary, MetadataText(model_, clock_offset_ns_))) return error;
+    if (::rename(temporary.c_str(), (dir_ + "/metadata").c_str()) != 0) return errno;
+    types_in_metadata_ = model_.types.size();
+    tasks_in_metadata_ = model_.tasks.size();
+    return 0;
   }
 
   // The stream file of `cpu`, created on first use; nullptr with errno set
@@ -136,6 +157,7 @@ class CtfWriter : public TraceWriter {
   std::unordered_map<uint32_t, size_t> type_index_;  // type id -> model_.types index
   std::map<uint32_t, std::unique_ptr<StreamFileWriter>> streams_;
   std::vector<uint8_t> event_;  // the event being encoded
+  size_t types_in_metadata_ = 0, tasks_in_metadata_ = 0;  // on disk
   bool has_records_ = false;
   uint64_t first_timestamp_ = 0, last_timestamp_ = 0;
   int error_ = 0;

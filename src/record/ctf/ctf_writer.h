@@ -15,7 +15,10 @@
 //     with an empty packet that counts them, so readers report the losses;
 //   - env: hostname, tracer_name "udiag", trace_clock, cpus, comm_<tid>;
 //   - exact kernel field types and task names in a comment ctf_reader.h uses.
-// The metadata is written by Finish; until then DIR is not a valid trace.
+// The metadata is (re)written before the first event of each new type and
+// at every checkpoint, and the open packets are written at checkpoints: a
+// recording killed at any moment leaves a valid trace of all but its last
+// packets (and, rarely, one torn packet, which `udiag recover` cuts off).
 #pragma once
 
 #include <memory>

@@ -86,6 +86,11 @@ void StreamFileWriter::AddTrailingLoss(uint64_t timestamp, uint64_t lost) {
   FlushPacket();
 }
 
+int StreamFileWriter::Flush() {
+  if (packet_open_) FlushPacket();
+  return error_;
+}
+
 int StreamFileWriter::Close(uint64_t timestamp) {
   if (packet_open_) {
     FlushPacket();

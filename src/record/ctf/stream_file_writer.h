@@ -25,6 +25,10 @@ class StreamFileWriter {
   // more discarded events (losses after the last record).
   void AddTrailingLoss(uint64_t timestamp, uint64_t lost);
 
+  // Writes the open packet, if any, so everything appended is on disk in
+  // whole packets. Returns 0 or the first errno a write failed with.
+  int Flush();
+
   // Writes the open packet, or one empty packet at `timestamp` if the stream
   // has none, so every stream file is a valid stream. Returns 0 or the first
   // errno a write failed with.

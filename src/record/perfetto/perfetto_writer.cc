@@ -149,6 +149,12 @@ class PerfettoWriter final : public TraceWriter {
     Emit(&packet);
   }
 
+  // The file is valid at every packet boundary: what is buffered goes out.
+  int Checkpoint(const TraceInfo&) override {
+    Flush();
+    return error_;
+  }
+
   int Finish(const TraceInfo& info) override {
     if (info.lost_at_end > 0) {
       ProtoMessage track_event;

@@ -67,10 +67,10 @@ uint8_t* BlockWriter::Acquire() {
   return owned_.back().get();
 }
 
-void BlockWriter::Submit(uint8_t* block, int fd, uint64_t offset, size_t bytes) {
+void BlockWriter::Submit(uint8_t* block, int fd, uint64_t offset, size_t bytes, BlockProgress progress) {
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back({block, fd, offset, bytes});
+    queue_.push_back({block, fd, offset, bytes, progress});
   }
   changed_.notify_all();
 }
@@ -81,6 +81,16 @@ void BlockWriter::Release(uint8_t* block) {
     free_.push_back(block);
   }
   changed_.notify_all();
+}
+
+int BlockWriter::error() {
+  std::lock_guard lock(mutex_);
+  return error_;
+}
+
+uint64_t BlockWriter::Written(size_t slot) {
+  std::lock_guard lock(mutex_);
+  return slot < written_.size() ? written_[slot] : 0;
 }
 
 int BlockWriter::Wait() {
@@ -97,11 +107,16 @@ void BlockWriter::Run() {
     Job job = queue_.front();
     queue_.pop_front();
     writing_ = true;
+    bool failed_before = error_ != 0;
     lock.unlock();
-    int error = WriteBlock(job);
+    int error = failed_before ? 0 : WriteBlock(job);
     lock.lock();
     writing_ = false;
     if (error != 0 && error_ == 0) error_ = error;
+    if (!failed_before && error == 0 && job.progress.slot != BlockProgress::kNone) {
+      if (job.progress.slot >= written_.size()) written_.resize(job.progress.slot + 1);
+      written_[job.progress.slot] = job.progress.end;
+    }
     free_.push_back(job.block);
     changed_.notify_all();
   }

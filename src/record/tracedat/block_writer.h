@@ -20,6 +20,14 @@
 
 namespace udiag::record::tracedat {
 
+// What a written block tells BlockWriter::Written(): `slot` has its first
+// `end` bytes on disk. Slots are small numbers the caller chooses (a cpu).
+struct BlockProgress {
+  static constexpr size_t kNone = SIZE_MAX;
+  size_t slot = kNone;
+  uint64_t end = 0;
+};
+
 class BlockWriter {
  public:
   // Block size and alignment: multiples of every logical block size direct
@@ -44,8 +52,14 @@ class BlockWriter {
   // Queues the first `bytes` (a multiple of kAlignment) of `block` for
   // writing at `offset` (a multiple of kAlignment, or kAtPosition) of `fd`,
   // which must stay open until Wait returns. Blocks are written in the
-  // order submitted, and return to the pool once written.
-  void Submit(uint8_t* block, int fd, uint64_t offset, size_t bytes);
+  // order submitted, and return to the pool once written. After a write
+  // fails no later block is written, so each slot's bytes on disk are a
+  // prefix of what was submitted for it.
+  void Submit(uint8_t* block, int fd, uint64_t offset, size_t bytes, BlockProgress progress = {});
+  // The first error a write met so far (an errno), or 0; does not wait.
+  int error();
+  // The `end` of the last block of `slot` written, 0 before any.
+  uint64_t Written(size_t slot);
   // Returns a block from Acquire without writing it.
   void Release(uint8_t* block);
   // Waits until every submitted block is written. Returns the first error
@@ -58,6 +72,7 @@ class BlockWriter {
     int fd;
     uint64_t offset;
     size_t bytes;
+    BlockProgress progress;
   };
   struct FreeBlock {
     void operator()(uint8_t* block) const;
@@ -74,6 +89,7 @@ class BlockWriter {
   bool writing_ = false;
   bool stopping_ = false;
   int error_ = 0;
+  std::vector<uint64_t> written_;  // by slot
   std::thread thread_;  // last: starts once the rest is ready
 };
 

@@ -97,6 +97,32 @@ TEST_F(BlockWriterTest, WaitReportsTheFirstWriteError) {
   writer.Release(block);
 }
 
+TEST_F(BlockWriterTest, WrittenTellsEachSlotsPrefixAndNothingIsWrittenAfterAFailure) {
+  int fd = OpenFile("slots.bin");
+  OpenFile("ro2.bin");
+  int read_only = Keep(::open((temp_.path() + "/ro2.bin").c_str(), O_RDONLY | O_CLOEXEC));
+  BlockWriter writer;
+  auto submit = [&](int to, uint64_t offset, size_t slot, uint64_t end) {
+    uint8_t* block = writer.Acquire();
+    std::memset(block, static_cast<int>(end / 4096), 4096);
+    writer.Submit(block, to, offset, 4096, {slot, end});
+  };
+  submit(fd, 0, 0, 4096);
+  submit(fd, 4096, 1, 4096);
+  submit(fd, 8192, 0, 8192);
+  ASSERT_EQ(writer.Wait(), 0);
+  EXPECT_EQ(writer.Written(0), 8192u);
+  EXPECT_EQ(writer.Written(1), 4096u);
+  EXPECT_EQ(writer.Written(7), 0u);
+
+  submit(read_only, 0, 1, 8192);  // fails
+  submit(fd, 12288, 0, 12288);     // would succeed, but follows a failure
+  EXPECT_EQ(writer.Wait(), EBADF);
+  EXPECT_EQ(writer.Written(0), 8192u);
+  EXPECT_EQ(writer.Written(1), 4096u);
+  EXPECT_EQ(::lseek(fd, 0, SEEK_END), 12288) << "a block after the failure was written";
+}
+
 TEST_F(BlockWriterTest, DestructionWaitsForQueuedWrites) {
   int fd = OpenFile("late.bin");
   {

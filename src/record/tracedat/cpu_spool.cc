@@ -35,15 +35,18 @@ base::ErrorOr<std::unique_ptr<CpuSpool>> CpuSpool::CreateTemporary(const std::st
   int fd = CreateUnlinkedFile(directory);
   if (fd < 0) return base::Errno{errno};
   BlockWriter::PreferDirectIo(fd);
-  return std::unique_ptr<CpuSpool>(new CpuSpool(base::ScopedFd(fd), fd, writer));
+  return std::unique_ptr<CpuSpool>(
+      new CpuSpool(base::ScopedFd(fd), fd, 0, UINT64_MAX, BlockProgress::kNone, writer));
 }
 
-std::unique_ptr<CpuSpool> CpuSpool::InFile(int fd, BlockWriter* writer) {
-  return std::unique_ptr<CpuSpool>(new CpuSpool(base::ScopedFd(), fd, writer));
+std::unique_ptr<CpuSpool> CpuSpool::InRegion(int fd, uint64_t offset, uint64_t capacity, size_t slot,
+                                             BlockWriter* writer) {
+  return std::unique_ptr<CpuSpool>(new CpuSpool(base::ScopedFd(), fd, offset, capacity, slot, writer));
 }
 
-CpuSpool::CpuSpool(base::ScopedFd owned, int fd, BlockWriter* writer)
-    : owned_(std::move(owned)), fd_(fd), writer_(writer) {}
+CpuSpool::CpuSpool(base::ScopedFd owned, int fd, uint64_t offset, uint64_t capacity, size_t slot,
+                   BlockWriter* writer)
+    : owned_(std::move(owned)), fd_(fd), offset_(offset), capacity_(capacity), slot_(slot), writer_(writer) {}
 
 CpuSpool::~CpuSpool() {
   if (block_) writer_->Release(block_);
@@ -83,25 +86,28 @@ uint8_t* CpuSpool::NextPageSlot() {
 }
 
 void CpuSpool::PageWritten() {
+  if (size_ + kPageSize > capacity_) fits_ = false;
+  if (!fits_) return;  // the page stays unwritten in its slot
   block_used_ += kPageSize;
   size_ += kPageSize;
-  if (block_used_ == BlockWriter::kBlockBytes) {
-    writer_->Submit(std::exchange(block_, nullptr), fd_, size_ - block_used_, block_used_);
-    block_used_ = 0;
-  }
+  if (block_used_ == BlockWriter::kBlockBytes) SubmitBlock();
+}
+
+void CpuSpool::SubmitBlock() {
+  writer_->Submit(std::exchange(block_, nullptr), fd_, offset_ + size_ - block_used_, block_used_, {slot_, size_});
+  block_used_ = 0;
 }
 
 void CpuSpool::Flush() {
   if (!page_.empty()) EndPage();
-  if (block_used_ > 0) writer_->Submit(std::exchange(block_, nullptr), fd_, size_ - block_used_, block_used_);
-  block_used_ = 0;
+  if (block_used_ > 0) SubmitBlock();
 }
 
 int CpuSpool::CopyTo(int out_fd, uint64_t offset) const {
   for (uint64_t done = 0; done < size_;) {
     uint8_t* block = writer_->Acquire();
     size_t want = static_cast<size_t>(std::min<uint64_t>(BlockWriter::kBlockBytes, size_ - done));
-    if (int error = ReadAllAt(fd_, std::span(block, want), done)) {
+    if (int error = ReadAllAt(fd_, std::span(block, want), offset_ + done)) {
       writer_->Release(block);
       return error;
     }

@@ -3,9 +3,9 @@
 // BlockWriter writes in the background, so memory stays at a few blocks
 // however long the trace.
 //
-// A spool writes from offset 0 of its file: either an unlinked temporary
-// file, or the output file itself for the first cpu, whose pages then never
-// have to be copied (the header is put in front of them at the end).
+// A spool writes either from offset 0 of an unlinked temporary file, or into
+// a region of the output file itself (region_layout.h), where its pages are
+// readable as soon as a header names them and never have to be copied.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +27,10 @@ class CpuSpool {
   // (O_TMPFILE, else a mkstemp name unlinked at once).
   static base::ErrorOr<std::unique_ptr<CpuSpool>> CreateTemporary(const std::string& directory,
                                                                   BlockWriter* writer);
-  // Spools into `fd` (not owned), which must be empty.
-  static std::unique_ptr<CpuSpool> InFile(int fd, BlockWriter* writer);
+  // Spools into `fd` (not owned) from `offset`, at most `capacity` bytes;
+  // the writer's Written(`slot`) tells how much of it is on disk.
+  static std::unique_ptr<CpuSpool> InRegion(int fd, uint64_t offset, uint64_t capacity, size_t slot,
+                                            BlockWriter* writer);
   ~CpuSpool();
 
   // Adds a record after `lost_before` lost events. A record longer than a
@@ -45,6 +47,10 @@ class CpuSpool {
   // Adds a whole page (kPageSize bytes) as it is, after the page being filled.
   void AddPage(std::span<const uint8_t> page);
 
+  // False once a page did not fit in the region's capacity (it was dropped,
+  // and so is everything after it).
+  bool fits() const { return fits_; }
+
   // Queues the page being filled and the block holding it.
   void Flush();
 
@@ -53,7 +59,9 @@ class CpuSpool {
 
   // Bytes of the spooled pages (a multiple of the page size), after Flush.
   uint64_t size() const { return size_; }
-
+  // Of those, the bytes on disk (all of them after a successful Wait).
+  uint64_t written() const { return slot_ == BlockProgress::kNone ? size_ : writer_->Written(slot_); }
+  uint64_t offset() const { return offset_; }
   int fd() const { return fd_; }
 
   // After Flush and the writer's Wait: queues a copy of the spooled pages
@@ -62,7 +70,8 @@ class CpuSpool {
   int CopyTo(int out_fd, uint64_t offset) const;
 
  private:
-  CpuSpool(base::ScopedFd owned, int fd, BlockWriter* writer);
+  CpuSpool(base::ScopedFd owned, int fd, uint64_t offset, uint64_t capacity, size_t slot, BlockWriter* writer);
+  void SubmitBlock();
   void AddInGeneral(uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> data);
   void EndPage();
   // The block space for the next page, then the bookkeeping once it is written.
@@ -71,12 +80,16 @@ class CpuSpool {
 
   base::ScopedFd owned_;
   int fd_;
+  uint64_t offset_;
+  uint64_t capacity_;
+  size_t slot_;
   BlockWriter* writer_;
   PageEncoder page_;
   uint8_t* block_ = nullptr;  // pages not yet submitted
   size_t block_used_ = 0;
   uint64_t size_ = 0;         // bytes of finished pages, submitted or in block_
   uint64_t pending_lost_ = 0;
+  bool fits_ = true;
 };
 
 }  // namespace udiag::record::tracedat

@@ -1,10 +1,8 @@
 #include "record/tracedat/fd_io.h"
 
 #include <fcntl.h>
-#include <linux/falloc.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 
 namespace udiag::record::tracedat {
@@ -42,24 +40,6 @@ int ReadAllAt(int fd, std::span<uint8_t> bytes, uint64_t offset) {
   return TransferAll(bytes, offset, [fd](auto rest, uint64_t at) {
     return ::pread(fd, rest.data(), rest.size(), static_cast<off_t>(at));
   });
-}
-
-int MakeRoomAtFront(int fd, uint64_t size, uint64_t gap, std::span<uint8_t> buffer) {
-  if (size == 0 || gap == 0) return 0;
-  if (::fallocate(fd, FALLOC_FL_INSERT_RANGE, 0, static_cast<off_t>(gap)) == 0) return 0;
-  return MoveUp(fd, size, gap, buffer);
-}
-
-int MoveUp(int fd, uint64_t size, uint64_t gap, std::span<uint8_t> buffer) {
-  // Last part first, so nothing is overwritten before it has moved.
-  for (uint64_t end = size; end > 0;) {
-    size_t part = static_cast<size_t>(std::min<uint64_t>(buffer.size(), end));
-    uint64_t start = end - part;
-    if (int error = ReadAllAt(fd, buffer.first(part), start)) return error;
-    if (int error = WriteAllAt(fd, buffer.first(part), start + gap)) return error;
-    end = start;
-  }
-  return 0;
 }
 
 }  // namespace udiag::record::tracedat

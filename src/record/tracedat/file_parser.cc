@@ -267,9 +267,11 @@ class Parser {
 
   bool ParseOptions() {
     while (true) {
+      uint64_t at = cursor_.position();
       std::optional<uint16_t> id = cursor_.Get<uint16_t>();
       if (!id) return false;
       if (*id == kOptionDone) return true;
+      if (*id == kOptionUdiagRegionBytes) out_->region_option_offset = at;
       std::optional<uint32_t> size = cursor_.Get<uint32_t>();
       if (!size) return false;
       std::optional<std::string_view> data = cursor_.GetBytes(*size);
@@ -305,12 +307,15 @@ class Parser {
         });
       case kOptionUdiagLostAtEnd:
         return ParseNumber(data, &out_->info.lost_at_end);
+      case kOptionUdiagRegionBytes:
+        return ParseNumber(data, &out_->region_bytes);
       default:
         return true;  // options that do not concern the model
     }
   }
 
   bool ParseFlyrecord() {
+    out_->cpu_table_offset = cursor_.position();
     for (uint32_t cpu = 0; cpu < out_->info.cpus; ++cpu) {
       std::optional<uint64_t> offset = cursor_.Get<uint64_t>();
       std::optional<uint64_t> size = cursor_.Get<uint64_t>();
@@ -320,8 +325,10 @@ class Parser {
     // The trace clock text, "[mono] local ...": trace-cmd falls back to
     // "local" without it, and so do we.
     out_->info.clock = "local";
+    out_->header_end = cursor_.position();
     std::optional<std::string_view> clock = Sized64();
     if (!clock) return true;
+    out_->header_end = cursor_.position();
     size_t open = clock->find('['), close = clock->find(']');
     if (open == std::string_view::npos || close == std::string_view::npos || close < open) return false;
     out_->info.clock = std::string(clock->substr(open + 1, close - open - 1));

@@ -22,6 +22,13 @@ struct ParsedTraceDat {
   std::vector<Task> tasks;
   TraceInfo info;  // cpus, clock, hostname, lost_at_end (from udiag's option only)
   std::vector<CpuData> cpus;
+  // v6: where the flyrecord table of (offset, size) pairs starts in the
+  // file, and where the metadata ends (the pages start at a page boundary).
+  uint64_t cpu_table_offset = 0;
+  uint64_t header_end = 0;
+  // A recording under way (kOptionUdiagRegionBytes, at that offset), else 0.
+  uint64_t region_bytes = 0;
+  uint64_t region_option_offset = 0;
 };
 
 // Returns 0, or EINVAL for anything malformed or unsupported (big-endian,

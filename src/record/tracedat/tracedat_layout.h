@@ -71,6 +71,14 @@ enum OptionId : uint16_t {
   // udiag's own option: "id name\n" lines giving the real name of each event
   // whose format text carries a tokenisable stand-in (see TraceDatEventName).
   kOptionUdiagEventNames = 0x7566,
+  // udiag's own option, only while a recording is under way: the decimal
+  // size of each cpu's region (region_layout.h). `udiag recover` looks for
+  // pages written after the last header in a cpu's region only when the
+  // file has it and the cpu's pages are still at their region's start.
+  kOptionUdiagRegionBytes = 0x7567,
+  // What `udiag recover` turns kOptionUdiagRegionBytes into, in place, once
+  // the file is finished: the same text under an id readers skip.
+  kOptionUdiagRecovered = 0x7568,
 };
 
 // libtraceevent reads the `name:` of a format as one identifier token, so a

@@ -2,6 +2,7 @@
 // error paths, and malformed files (truncated, bytes flipped).
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -178,8 +179,8 @@ TEST_F(TraceDatReaderTest, PagesAreStoredAsTheyAreBesideRecords) {
   ExpectSameTrace(ReadAll(**reader), trace);
 }
 
-// Over a block of pages per cpu, and the first record on cpu 2: that cpu's
-// pages are written in place and the header goes in front of them.
+// Over a block of pages per cpu, the first record on cpu 2: the cpus'
+// regions are filled out of order and compacted at the end.
 SampleTrace ManyBlocksTrace() {
   SampleTrace trace;
   trace.types = {tracedat::testing::MakeEventType(51, "user_events", "fill u64 n;char[80] pad")};
@@ -195,15 +196,19 @@ SampleTrace ManyBlocksTrace() {
   return trace;
 }
 
-TEST_F(TraceDatReaderTest, FirstCpuPagesStayInPlaceOnThisFileSystem) {
+TEST_F(TraceDatReaderTest, RegionsAreCompactedOnThisFileSystem) {
   SampleTrace trace = ManyBlocksTrace();
-  base::ErrorOr<std::unique_ptr<TraceReader>> reader = OpenTraceDatReader(Write("blocks.dat", trace));
+  std::string path = Write("blocks.dat", trace);
+  base::ErrorOr<std::unique_ptr<TraceReader>> reader = OpenTraceDatReader(path);
   ASSERT_TRUE(reader.ok()) << reader.error();
   ExpectSameTrace(ReadAll(**reader), trace);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_LT(st.st_size, 16 << 20) << "no gap left between the cpus";
 }
 
-TEST_F(TraceDatReaderTest, FirstCpuPagesMoveWhereExtentsCannotShift) {
-  int fd = ::memfd_create("blocks.dat", MFD_CLOEXEC);  // tmpfs: no FALLOC_FL_INSERT_RANGE
+TEST_F(TraceDatReaderTest, RegionsAreCompactedWhereGapsCannotCollapse) {
+  int fd = ::memfd_create("blocks.dat", MFD_CLOEXEC);  // tmpfs: no FALLOC_FL_COLLAPSE_RANGE
   ASSERT_GE(fd, 0);
   std::string path = "/proc/self/fd/" + std::to_string(fd);
   SampleTrace trace = ManyBlocksTrace();

@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cerrno>
+#include <cstring>
 #include <optional>
 #include <string_view>
 
@@ -17,6 +19,7 @@
 #include "record/tracedat/byte_io.h"
 #include "record/tracedat/cpu_spool.h"
 #include "record/tracedat/fd_io.h"
+#include "record/tracedat/region_layout.h"
 #include "record/tracedat/tracedat_layout.h"
 #include "schema/event_description.h"
 
@@ -63,9 +66,9 @@ std::string ClockText(const std::string& clock) { return "[" + clock + "]\n"; }
 
 class TraceDatWriter : public TraceWriter {
  public:
-  TraceDatWriter(base::ScopedFd out, std::string directory)
-      : out_(std::move(out)), directory_(std::move(directory)), seekable_(IsReadableRegularFile(out_.get())) {
-    if (seekable_) BlockWriter::PreferDirectIo(out_.get());
+  TraceDatWriter(base::ScopedFd out, std::string directory, std::optional<tracedat::RegionLayout> regions)
+      : out_(std::move(out)), directory_(std::move(directory)), regions_(regions) {
+    if (regions_) BlockWriter::PreferDirectIo(out_.get());
   }
   // Queued writes name the spools' descriptors: they finish before those close.
   ~TraceDatWriter() override { blocks_.Wait(); }
@@ -83,32 +86,53 @@ class TraceDatWriter : public TraceWriter {
   }
 
   void Write(const Record& record) override {
-    if (CpuSpool* spool = SpoolOf(record.cpu)) spool->Add(record.timestamp, record.lost_before, record.data);
+    if (CpuSpool* spool = SpoolOf(record.cpu)) {
+      spool->Add(record.timestamp, record.lost_before, record.data);
+      NoteOverflow(*spool);
+    }
   }
 
   bool WritePage(uint16_t cpu, std::span<const uint8_t> page) override {
     if (page.size() != tracedat::kPageSize) return false;
-    if (CpuSpool* spool = SpoolOf(cpu)) spool->AddPage(page);
+    if (CpuSpool* spool = SpoolOf(cpu)) {
+      spool->AddPage(page);
+      NoteOverflow(*spool);
+    }
     return true;
   }
 
-  int Finish(const TraceInfo& info) override {
-    uint64_t lost_at_end = info.lost_at_end;
+  // Queues a header naming every page queued so far behind those pages: its
+  // twin first, then the header itself, so a kill leaves one of them whole.
+  int Checkpoint(const TraceInfo& info) override {
+    if (error_ == 0) error_ = blocks_.error();
+    if (!regions_ || error_ != 0) return error_;
     for (std::unique_ptr<CpuSpool>& spool : cpus_) {
-      if (!spool) continue;
-      spool->Flush();
-      lost_at_end += spool->lost_at_end();
+      if (spool && InRegion(*spool)) spool->Flush();
+    }
+    std::vector<tracedat::CpuData> table;
+    for (const std::unique_ptr<CpuSpool>& spool : cpus_) {
+      bool named = spool && InRegion(*spool) && spool->size() > 0;
+      table.push_back(named ? tracedat::CpuData{spool->offset(), spool->size()} : tracedat::CpuData{});
+    }
+    std::string header = Header(info, CpuCount(info), LostAtEnd(info), table, /*under_way=*/true);
+    std::string twin(tracedat::kPageSize, '\0');
+    std::memcpy(twin.data(), tracedat::kHeaderBackupMagic, sizeof tracedat::kHeaderBackupMagic);
+    uint64_t size = header.size();
+    std::memcpy(twin.data() + sizeof tracedat::kHeaderBackupMagic, &size, sizeof size);
+    SubmitBytes(twin + header, tracedat::kHeaderBackupOffset);
+    SubmitBytes(header, 0);
+    return 0;
+  }
+
+  int Finish(const TraceInfo& info) override {
+    uint64_t lost_at_end = LostAtEnd(info);
+    for (std::unique_ptr<CpuSpool>& spool : cpus_) {
+      if (spool) spool->Flush();
     }
     if (int error = blocks_.Wait(); error != 0 && error_ == 0) error_ = error;
-    if (error_ != 0) return error_;
-    uint32_t cpu_count = std::max<uint32_t>(info.cpus, static_cast<uint32_t>(cpus_.size()));
+    uint32_t cpu_count = CpuCount(info);
     cpus_.resize(cpu_count);
-
-    std::string header = Header(info, cpu_count, lost_at_end);
-    std::vector<uint64_t> offsets = DataOffsets(header.size());
-    int error = seekable_ ? PlaceDataAfter(header.size(), offsets) : AppendData(header);
-    if (error == 0) error = blocks_.Wait();
-    if (error == 0 && seekable_) error = WriteHeaderAtStart(header);
+    int error = regions_ ? FinishRegions(info, cpu_count, lost_at_end) : FinishStreamed(info, cpu_count, lost_at_end);
     if (error != 0) return error;
     if (::close(out_.Release()) != 0) return errno;
     return 0;
@@ -119,9 +143,21 @@ class TraceDatWriter : public TraceWriter {
     return {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()};
   }
 
-  static bool IsReadableRegularFile(int fd) {
-    struct stat st {};
-    return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (::fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDWR;
+  uint32_t CpuCount(const TraceInfo& info) const {
+    return std::max<uint32_t>(info.cpus, static_cast<uint32_t>(cpus_.size()));
+  }
+
+  uint64_t LostAtEnd(const TraceInfo& info) const {
+    uint64_t lost = info.lost_at_end;
+    for (const std::unique_ptr<CpuSpool>& spool : cpus_) lost += spool ? spool->lost_at_end() : 0;
+    return lost;
+  }
+
+  bool InRegion(const CpuSpool& spool) const { return spool.fd() == out_.get(); }
+
+  // A region that is full stops the file growing, as a full disk does.
+  void NoteOverflow(const CpuSpool& spool) {
+    if (!spool.fits() && error_ == 0) error_ = EFBIG;
   }
 
   // The spool of `cpu`, created on first use; null after an error.
@@ -133,13 +169,12 @@ class TraceDatWriter : public TraceWriter {
     return spool.get();
   }
 
-  // The first cpu seen spools into the output file itself; the others, and
-  // every cpu of an output that is not a regular file, into temporary files
-  // beside the output (the same file system), else in $TMPDIR.
+  // A cpu with a region spools into it; the others (every cpu of a pipe or
+  // of a file system without sparse files) into temporary files beside the
+  // output (the same file system), else in $TMPDIR.
   bool CreateSpool(uint16_t cpu, std::unique_ptr<CpuSpool>* spool) {
-    if (seekable_ && !in_place_cpu_) {
-      in_place_cpu_ = cpu;
-      *spool = CpuSpool::InFile(out_.get(), &blocks_);
+    if (regions_ && cpu < regions_->cpus) {
+      *spool = CpuSpool::InRegion(out_.get(), regions_->CpuOffset(cpu), regions_->region_bytes, cpu, &blocks_);
       return true;
     }
     base::ErrorOr<std::unique_ptr<CpuSpool>> created = CpuSpool::CreateTemporary(directory_, &blocks_);
@@ -153,58 +188,74 @@ class TraceDatWriter : public TraceWriter {
     return true;
   }
 
-  // Where each cpu's pages go: the in-place cpu's right after the header
-  // (where they will be once the header is put in front), the others after
-  // it in cpu order. trace-cmd reads each cpu at its own offset.
-  std::vector<uint64_t> DataOffsets(uint64_t data_start) const {
-    std::vector<uint64_t> offsets(cpus_.size(), data_start);
-    uint64_t at = data_start;
-    if (in_place_cpu_) at += cpus_[*in_place_cpu_]->size();
-    for (size_t cpu = 0; cpu < cpus_.size(); ++cpu) {
-      if (in_place_cpu_ && cpu == *in_place_cpu_) continue;
-      offsets[cpu] = at;
-      at += cpus_[cpu] ? cpus_[cpu]->size() : 0;
+  // Queues `bytes` (a multiple of the page size) for writing at `offset`.
+  void SubmitBytes(const std::string& bytes, uint64_t offset) {
+    for (size_t done = 0; done < bytes.size();) {
+      size_t part = std::min(bytes.size() - done, BlockWriter::kBlockBytes);
+      uint8_t* block = blocks_.Acquire();
+      std::memcpy(block, bytes.data() + done, part);
+      blocks_.Submit(block, out_.get(), offset + done, part);
+      done += part;
     }
-    return offsets;
   }
 
-  // Seekable output: the in-place pages move up by the header's size (the
-  // file system shifts extents; nothing is copied where it can), the other
-  // cpus' pages are copied after them, and the header goes in last.
-  int PlaceDataAfter(uint64_t header_size, const std::vector<uint64_t>& offsets) {
-    if (in_place_cpu_) {
-      uint8_t* buffer = blocks_.Acquire();
-      int error = tracedat::MakeRoomAtFront(out_.get(), cpus_[*in_place_cpu_]->size(), header_size,
-                                            std::span(buffer, BlockWriter::kBlockBytes));
-      blocks_.Release(buffer);
-      if (error != 0) return error;
+  // The regions' pages are where the checkpoints said; the final header
+  // names all that reached the disk, the gaps go, and the cpus without a
+  // region are copied after the rest. After a write error the file keeps
+  // every page written before it.
+  int FinishRegions(const TraceInfo& info, uint32_t cpu_count, uint64_t lost_at_end) {
+    std::vector<tracedat::CpuData> table(cpu_count);
+    for (size_t cpu = 0; cpu < cpu_count; ++cpu) {
+      if (cpus_[cpu] && InRegion(*cpus_[cpu])) table[cpu] = {cpus_[cpu]->offset(), cpus_[cpu]->written()};
     }
-    for (size_t cpu = 0; cpu < cpus_.size(); ++cpu) {
-      if (!cpus_[cpu] || (in_place_cpu_ && cpu == *in_place_cpu_)) continue;
-      if (int error = cpus_[cpu]->CopyTo(out_.get(), offsets[cpu])) return error;
+    auto publish_under_way = [&](const std::vector<tracedat::CpuData>& now) {
+      return tracedat::WriteHeaderBytes(out_.get(), Header(info, cpu_count, lost_at_end, now, true), 0);
+    };
+    uint64_t data_start = Header(info, cpu_count, lost_at_end, table, true).size();
+    int error = publish_under_way(table);
+    if (error == 0) error = tracedat::CompactRegions(out_.get(), data_start, &table, publish_under_way);
+    if (error_ != 0) return error_;
+    if (error != 0) return error;
+    uint64_t end = data_start;
+    for (const tracedat::CpuData& data : table) end = std::max(end, data.offset + data.size);
+    for (size_t cpu = 0; cpu < cpu_count; ++cpu) {
+      if (!cpus_[cpu] || InRegion(*cpus_[cpu]) || cpus_[cpu]->size() == 0) continue;
+      if (int copy_error = cpus_[cpu]->CopyTo(out_.get(), end)) return copy_error;
+      table[cpu] = {end, cpus_[cpu]->size()};
+      end += cpus_[cpu]->size();
     }
-    return 0;
+    if (int wait_error = blocks_.Wait()) return wait_error;
+    // Without the region option: the file is finished. Any page this frees
+    // at the header's end is padding before the pages.
+    return tracedat::WriteHeaderBytes(out_.get(), Header(info, cpu_count, lost_at_end, table), 0);
   }
 
-  // A pipe or a device: the header, then every cpu's pages in cpu order.
-  int AppendData(const std::string& header) {
+  // A pipe, a device, or a file system without sparse files: the header,
+  // then every cpu's pages in cpu order.
+  int FinishStreamed(const TraceInfo& info, uint32_t cpu_count, uint64_t lost_at_end) {
+    if (error_ != 0) return error_;
+    std::vector<tracedat::CpuData> table(cpu_count);
+    for (size_t cpu = 0; cpu < cpu_count; ++cpu) table[cpu].size = cpus_[cpu] ? cpus_[cpu]->size() : 0;
+    std::string header = Header(info, cpu_count, lost_at_end, table);
+    uint64_t at = header.size();
+    for (tracedat::CpuData& data : table) {
+      data.offset = at;
+      at += data.size;
+    }
+    header = Header(info, cpu_count, lost_at_end, table);
     if (int error = tracedat::WriteAll(out_.get(), AsBytes(header))) return error;
     for (const std::unique_ptr<CpuSpool>& spool : cpus_) {
       if (!spool) continue;
       if (int error = spool->CopyTo(out_.get(), BlockWriter::kAtPosition)) return error;
     }
-    return 0;
-  }
-
-  int WriteHeaderAtStart(const std::string& header) {
-    // The header is not in an aligned buffer: write it through the page cache.
-    int flags = ::fcntl(out_.get(), F_GETFL);
-    if (flags < 0 || ::fcntl(out_.get(), F_SETFL, flags & ~O_DIRECT) < 0) return errno;
-    return tracedat::WriteAllAt(out_.get(), AsBytes(header), 0);
+    return blocks_.Wait();
   }
 
   // Everything before the pages, padded to the page size (formats.md §1.3).
-  std::string Header(const TraceInfo& info, uint32_t cpu_count, uint64_t lost_at_end) const {
+  // Its size does not depend on the table's values; a cpu without pages is
+  // placed where the pages would start.
+  std::string Header(const TraceInfo& info, uint32_t cpu_count, uint64_t lost_at_end,
+                     const std::vector<tracedat::CpuData>& table, bool under_way = false) const {
     using namespace tracedat;
     ByteAppender out;
     out.PutBytes(kMagic);
@@ -222,21 +273,20 @@ class TraceDatWriter : public TraceWriter {
     out.Put<uint32_t>(0);  // no printk formats
     PutSizedText64(out, CmdlinesText());
     out.Put<uint32_t>(cpu_count);
-    PutOptions(out, info, lost_at_end);
+    PutOptions(out, info, lost_at_end, under_way ? regions_ : std::nullopt);
 
     out.PutCString("flyrecord");
-    // The table and the clock text have known sizes, so the data offset is
-    // known before they are written.
     std::string clock = ClockText(info.clock);
     uint64_t table_end = out.size() + uint64_t{16} * cpu_count + 8 + clock.size();
-    std::vector<uint64_t> offsets = DataOffsets((table_end + kPageSize - 1) / kPageSize * kPageSize);
-    for (size_t cpu = 0; cpu < cpus_.size(); ++cpu) {
-      out.Put<uint64_t>(offsets[cpu]);
-      out.Put<uint64_t>(cpus_[cpu] ? cpus_[cpu]->size() : 0);
+    uint64_t data_start = (table_end + kPageSize - 1) / kPageSize * kPageSize;
+    for (size_t cpu = 0; cpu < cpu_count; ++cpu) {
+      bool has_pages = cpu < table.size() && table[cpu].size > 0;
+      out.Put<uint64_t>(has_pages ? table[cpu].offset : data_start);
+      out.Put<uint64_t>(has_pages ? table[cpu].size : 0);
     }
     PutSizedText64(out, clock);
     std::string bytes = out.bytes();
-    bytes.resize((bytes.size() + kPageSize - 1) / kPageSize * kPageSize, '\0');
+    bytes.resize(data_start, '\0');
     return bytes;
   }
 
@@ -268,7 +318,8 @@ class TraceDatWriter : public TraceWriter {
     return text;
   }
 
-  void PutOptions(ByteAppender& out, const TraceInfo& info, uint64_t lost_at_end) const {
+  void PutOptions(ByteAppender& out, const TraceInfo& info, uint64_t lost_at_end,
+                  std::optional<tracedat::RegionLayout> regions) const {
     using namespace tracedat;
     out.PutBytes(std::string_view("options  \0", 10));
     // trace-cmd reads the clock from here as well as from after the cpu table.
@@ -287,28 +338,31 @@ class TraceDatWriter : public TraceWriter {
     }
     if (!renamed.empty()) PutOption(out, kOptionUdiagEventNames, renamed);
     if (lost_at_end > 0) PutOption(out, kOptionUdiagLostAtEnd, fmt::format("{}", lost_at_end));
+    if (regions) PutOption(out, kOptionUdiagRegionBytes, fmt::format("{}", regions->region_bytes));
     out.Put<uint16_t>(kOptionDone);
   }
 
   base::ScopedFd out_;
   std::string directory_;
-  bool seekable_;  // a regular file we can read: pages are written in place
+  std::optional<tracedat::RegionLayout> regions_;  // none: the file is assembled at the end
   std::vector<EventType> types_;
   std::vector<Task> tasks_;
   BlockWriter blocks_;  // before the spools, which hand their blocks back to it
   std::vector<std::unique_ptr<CpuSpool>> cpus_;
-  std::optional<uint16_t> in_place_cpu_;  // the cpu spooled into out_
   int error_ = 0;  // the first failure; Finish returns it
 };
 
 }  // namespace
 
 base::ErrorOr<std::unique_ptr<TraceWriter>> OpenTraceDatWriter(const std::string& path) {
-  // Read-write so that pages written in place can be moved if need be.
+  // Read-write so that the regions' pages can be moved together at the end.
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool readable = fd >= 0;
   if (fd < 0 && errno == EACCES) fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return base::Errno{errno};
-  return std::unique_ptr<TraceWriter>(new TraceDatWriter(base::ScopedFd(fd), DirectoryOf(path)));
+  std::optional<tracedat::RegionLayout> regions;
+  if (readable) regions = tracedat::ProbeRegionLayout(fd, static_cast<uint32_t>(get_nprocs_conf()));
+  return std::unique_ptr<TraceWriter>(new TraceDatWriter(base::ScopedFd(fd), DirectoryOf(path), regions));
 }
 
 }  // namespace udiag::record

@@ -1,0 +1,199 @@
+// Draining producer rings: checking each record again, merging the rings
+// in time order, and holding back for instances that must not lose events.
+#include "service/server.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/tsc.h"
+#include "schema/event_description.h"
+
+namespace udiag::service {
+namespace {
+
+// Drain rounds: records per ring, bytes held, rounds per loop turn.
+constexpr size_t kRoundRecords = 4096;
+constexpr size_t kRoundBytes = 4 << 20;
+constexpr int kMaxRounds = 64;
+// The largest record a ring can hand over, with its common header: what a
+// holding-back instance must have room for, per record drained.
+constexpr size_t kMaxRecordBytes = schema::kCommonHeaderSize + ring::kMaxPayload;
+
+}  // namespace
+
+void Server::SetRingsSleeping(bool sleeping) {
+  for (auto& r : rings_) r.reader->SetConsumerSleeping(sleeping);
+}
+
+// Drains every ring in rounds of at most kRoundRecords records per ring. Each
+// round publishes the rings' tails, so a fast producer gets its space back
+// while we work, and bounds the memory a round holds; the rounds of one pass
+// stop when the rings are empty or kMaxRounds were done.
+Server::DrainTotals Server::DrainRings() {
+  DrainTotals total;
+  // A single ring has no runs to merge with: its records go to the instances
+  // as they are drained, through the same few bytes of arena.
+  const bool deliver_now = rings_.size() == 1;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    drained_.clear();
+    arena_.Clear();
+    runs_.clear();
+    // Each round: the last one's readers may have freed room, or gone.
+    UpdateHoldBack();
+    bool more = false;
+    size_t delivered_now = 0;
+    // Each round starts at the next ring, and a holding-back instance's room
+    // is shared out between the rings: otherwise the first rings would take
+    // all of it and the last ones' writers would wait in vain.
+    const size_t ring_count = rings_.size();
+    const size_t first = ring_count ? first_ring_++ % ring_count : 0;
+    const size_t share = holding_back_.empty() ? kRoundRecords : std::max<size_t>(1, RecordsThatFit() / std::max<size_t>(1, ring_count));
+    for (size_t k = 0; k < ring_count; ++k) {
+      RingSource& src = rings_[(first + k) % ring_count];
+      // A holding-back instance that is full leaves the rest in the rings.
+      const size_t max_records = std::min(share, RecordsThatFit());
+      if (max_records == 0) break;
+      size_t begin = drained_.size();
+      uint64_t position = src.reader->position();
+      if (DrainRing(src, max_records, deliver_now ? &delivered_now : nullptr) == max_records) more = true;
+      total.bytes += src.reader->position() - position;
+      if (drained_.size() > begin) runs_.push_back({begin, drained_.size()});
+      if (arena_.size() > kRoundBytes) {
+        more = true;
+        break;
+      }
+    }
+    DeliverInTimeOrder();
+    // Readers take their share between rounds, so a burst longer than an
+    // instance buffer still reaches a reader that keeps up.
+    PumpRecordStreams();
+    total.records += drained_.size() + delivered_now;
+    if (!more) break;
+  }
+  // Rings of exited threads and processes go once they are empty.
+  std::erase_if(rings_, [&](const RingSource& src) {
+    bool owner_gone = !connections_.contains(src.owner);
+    bool done = src.reader->broken() || ((src.reader->closed() || owner_gone) && src.reader->empty());
+    if (done) quotas_.Release(src.uid, Resource::kRingBytes, src.bytes);
+    return done;
+  });
+  return total;
+}
+
+// Which instances hold their events back (blocking_timeout_ms), and how
+// long the producers' rings let a writer wait for room: the longest of
+// their timeouts, or 0 when none holds back.
+void Server::UpdateHoldBack() {
+  const uint64_t now = base::MonotonicNs();
+  holding_back_.clear();
+  uint32_t wait_ms = 0;
+  auto consider = [&](Instance& instance) {
+    if (!instance.HoldsBack(now, kMaxRecordBytes)) return;
+    holding_back_.push_back(&instance);
+    wait_ms = std::max(wait_ms, instance.blocking_timeout_ms());
+  };
+  consider(instances_->top());
+  for (auto& [_, instance] : instances_->named()) consider(*instance);
+  if (wait_ms != writer_wait_ms_) {
+    writer_wait_ms_ = wait_ms;
+    for (RingSource& src : rings_) src.reader->SetWriterWait(wait_ms);
+  }
+}
+
+// Records this round may still take from a ring: kRoundRecords, or fewer
+// when a holding-back instance has room for fewer (counting the drained
+// records not delivered yet), so that none of them is dropped there.
+size_t Server::RecordsThatFit() const {
+  size_t room = kRoundRecords + drained_.size();
+  for (const Instance* instance : holding_back_) room = std::min(room, instance->buffer().RoomFor(kMaxRecordBytes));
+  return room > drained_.size() ? room - drained_.size() : 0;
+}
+
+// Copies up to max_records of one ring's next records into the arena, each
+// with the common header the kernel would put in front, after checking them
+// again: the producer may have written anything. With `delivered_now`, each
+// record is delivered at once and counted there instead. Returns the records
+// read (kept or rejected).
+size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_now) {
+  if (uint64_t lost = src.reader->TakeLost()) instances_->NoteLost(lost);
+  auto conn = connections_.find(src.owner);
+  // A dead producer's rings may still hold its events: they were checked
+  // when it registered them, and ids are not reused soon.
+  const std::vector<bool>* writable = conn == connections_.end() ? nullptr : &conn->second->writable;
+  bool tsc = src.reader->clock() == ring::ClockDomain::kTsc;
+  // Nothing drained now was stamped later than now: a hostile producer's
+  // far-future stamps are clamped before they reach the shared clock.
+  uint64_t latest = tsc ? __rdtsc() : base::MonotonicNs();
+  // A thread mostly writes one event after another: look the type up when it
+  // changes (nothing here changes events or permissions).
+  uint32_t last_type = UINT32_MAX;
+  const Event* last_allowed = nullptr;  // the event of last_type if this producer may write it
+  return src.reader->DrainHeads(
+      [&](const ring::RecordHead& rec, const ring::PayloadSource& payload) {
+        if (rec.type != last_type) {
+          const Event* found = registry_->FindById(rec.type);
+          bool allowed = found && (!writable || (*writable)[rec.type - EventRegistry::kFirstId]);
+          last_type = rec.type;
+          last_allowed = allowed ? found : nullptr;
+        }
+        const Event* event = last_allowed;
+        if (!event || rec.payload_size < event->desc.min_size) {
+          ++records_rejected_;
+          return;
+        }
+        size_t offset = arena_.size();
+        uint32_t record_size = schema::kCommonHeaderSize + rec.payload_size;
+        uint8_t* r = arena_.Extend(record_size);
+        uint16_t type = rec.type;
+        uint32_t pid = src.tid;
+        std::memcpy(r, &type, 2);
+        r[2] = 0;  // flags
+        r[3] = 0;  // preempt count
+        std::memcpy(r + 4, &pid, 4);
+        payload.CopyTo(r + schema::kCommonHeaderSize);
+        if (!schema::LocsValid(event->locs.data(), event->locs.size(), r, record_size)) {
+          arena_.Truncate(offset);
+          ++records_rejected_;
+          return;
+        }
+        uint64_t stamp = std::min(rec.timestamp, latest);
+        uint64_t ts = tsc ? tsc_clock_.ToMonotonic(stamp) : stamp;
+        EntryMeta meta{ts, static_cast<uint32_t>(src.pid), src.tid, rec.cpu};
+        if (delivered_now) {
+          instances_->Deliver(*event, meta, {r, record_size});
+          arena_.Truncate(offset);
+          ++*delivered_now;
+        } else {
+          drained_.push_back({event, meta, offset, record_size});
+        }
+      },
+      max_records);
+}
+
+// Each ring's run is in time order already (one thread, one clock), so the
+// runs are merged rather than sorted; one run is delivered as it is.
+void Server::DeliverInTimeOrder() {
+  auto deliver = [&](const DrainedRecord& d) {
+    instances_->Deliver(*d.event, d.meta, std::span<const uint8_t>(arena_.data() + d.offset, d.size));
+  };
+  if (runs_.size() == 1) {
+    for (const DrainedRecord& d : drained_) deliver(d);
+    return;
+  }
+  auto later = [&](const RingRun& a, const RingRun& b) {
+    return drained_[a.begin].meta.timestamp > drained_[b.begin].meta.timestamp;
+  };
+  std::make_heap(runs_.begin(), runs_.end(), later);
+  while (!runs_.empty()) {
+    std::pop_heap(runs_.begin(), runs_.end(), later);
+    RingRun& run = runs_.back();
+    deliver(drained_[run.begin++]);
+    if (run.begin == run.end) {
+      runs_.pop_back();
+    } else {
+      std::push_heap(runs_.begin(), runs_.end(), later);
+    }
+  }
+}
+
+}  // namespace udiag::service

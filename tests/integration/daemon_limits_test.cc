@@ -1,0 +1,455 @@
+// Issue 13: one user cannot take the daemon down for everyone. A real
+// udiagd (as root, a system daemon) and real client processes, the hostile
+// ones running as uid 65534: per-user limits on connections, unread
+// replies, events and ring memory, the role check, and running out of fds.
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "base/daemon_dir.h"
+#include "base/unix_socket.h"
+#include "integration_util.h"
+#include "ipc/protocol.h"
+#include "ring/ring_writer.h"
+#include "system_daemon_test.h"
+
+namespace udiag::integration {
+namespace {
+
+constexpr uid_t kUser = 65534;
+constexpr uid_t kOtherUser = 65533;
+constexpr gid_t kGroup = 4545;  // producers and consumers
+
+std::string Errno(int err) { return std::to_string(err); }
+
+// A client speaking the wire protocol itself, to see exact replies.
+class RawClient {
+ public:
+  // Connects and says Hello; "" or what went wrong.
+  std::string Open(const std::string& dir, ipc::Role role) {
+    auto fd = base::ConnectSeqpacket(base::ControlSocketPath(dir), 5000);
+    if (!fd.ok()) return "connect " + Errno(fd.error());
+    fd_ = std::move(fd).value();
+    ipc::Encoder hello;
+    ipc::Hello{ipc::kProtocolVersion, role, 0}.Encode(hello);
+    std::vector<base::ScopedFd> fds;
+    std::vector<uint8_t> body;
+    if (int err = Call(ipc::MsgType::kHello, hello, {}, &fds, &body)) return "hello " + Errno(err);
+    if (role == ipc::Role::kProducer) {
+      ipc::Decoder d(body);
+      if (!hello_.Decode(d)) return "hello reply";
+    }
+    return "";
+  }
+
+  // Sends a request; returns the reply's errno (or the transport's). Data
+  // chunks before the reply are counted in data_chunks().
+  int Call(ipc::MsgType type, const ipc::Encoder& body, std::span<const int> fds = {},
+           std::vector<base::ScopedFd>* got = nullptr, std::vector<uint8_t>* reply_body = nullptr) {
+    uint32_t seq = next_seq_++;
+    if (int err = Send(type, body, seq, fds)) return err;
+    for (;;) {
+      std::vector<uint8_t> bytes;
+      std::vector<base::ScopedFd> received;
+      if (int err = base::ReceiveMessage(fd_.get(), &bytes, &received)) return err;
+      ipc::MessageHeader header;
+      ipc::Decoder d({});
+      if (!ipc::SplitMessage(bytes, &header, &d)) return EPROTO;
+      if (header.seq != seq) continue;
+      if (header.type == ipc::MsgType::kData) {
+        ++data_chunks_;
+        continue;
+      }
+      if (header.type != ipc::MsgType::kReply) continue;
+      if (got) *got = std::move(received);
+      if (reply_body) reply_body->assign(d.Rest().begin(), d.Rest().end());
+      return header.error;
+    }
+  }
+
+  int Send(ipc::MsgType type, const ipc::Encoder& body, uint32_t seq, std::span<const int> fds = {}) {
+    ipc::Encoder e = ipc::StartMessage(type, seq);
+    e.bytes().insert(e.bytes().end(), body.bytes().begin(), body.bytes().end());
+    return base::SendMessage(fd_.get(), e.bytes(), fds);
+  }
+  uint32_t NextSeq() { return next_seq_++; }
+
+  // A producer's user_events_data file.
+  int OpenDataFile(base::ScopedFd* data_file) {
+    std::vector<base::ScopedFd> got;
+    if (int err = Call(ipc::MsgType::kOpenDataFile, ipc::Encoder(), {}, &got)) return err;
+    if (got.size() != 1) return EPROTO;
+    *data_file = std::move(got[0]);
+    return 0;
+  }
+
+  int Register(int data_file, const std::string& command, uint64_t enable_addr) {
+    ipc::Encoder e;
+    ipc::RegisterRequest{0, enable_addr, 0, 4, command}.Encode(e);
+    int fds[] = {data_file};
+    return Call(ipc::MsgType::kRegister, e, fds);
+  }
+
+  // Maps a ring of the daemon's size, as a producer thread does, and hands it over.
+  int AddRing() {
+    ring::RingMapping m{-1, nullptr, 0};
+    auto clock = static_cast<ring::ClockDomain>(hello_.clock);
+    if (int err = ring::CreateRing(hello_.ring_bytes, gettid(), clock, &m)) return err;
+    int fds[] = {m.fd};
+    int err = Call(ipc::MsgType::kAddRing, ipc::Encoder(), fds);
+    close(m.fd);
+    munmap(m.base, m.bytes);  // the daemon keeps its own mapping
+    return err;
+  }
+
+  int fd() const { return fd_.get(); }
+  int data_chunks() const { return data_chunks_; }
+
+ private:
+  base::ScopedFd fd_;
+  uint32_t next_seq_ = 1;
+  int data_chunks_ = 0;
+  ipc::HelloReply hello_;
+};
+
+// A child process running as another user: it runs `body`, reports the
+// result, and holds what it opened until Release().
+class ChildAs {
+ public:
+  ChildAs(uid_t uid, gid_t gid, const std::function<std::string()>& body) {
+    int report[2], release[2];
+    if (pipe(report) < 0 || pipe(release) < 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      close(report[0]);
+      close(release[1]);
+      signal(SIGPIPE, SIG_IGN);
+      std::string result = setgroups(0, nullptr) < 0 || setgid(gid) < 0 || setuid(uid) < 0 ? "setuid failed" : body();
+      result += "\n";
+      [[maybe_unused]] ssize_t n = write(report[1], result.data(), result.size());
+      char byte;
+      [[maybe_unused]] ssize_t r = read(release[0], &byte, 1);
+      _exit(0);
+    }
+    close(report[1]);
+    close(release[0]);
+    report_ = report[0];
+    release_ = release[1];
+  }
+  ~ChildAs() { Release(); }
+
+  // What body() returned (waits for it).
+  std::string Result() {
+    std::string out;
+    char c;
+    while (read(report_, &c, 1) == 1 && c != '\n') out += c;
+    return out;
+  }
+
+  void Release() {
+    if (pid_ <= 0) return;
+    close(release_);
+    close(report_);
+    WaitExit(pid_, 10s);
+    pid_ = 0;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int report_ = -1, release_ = -1;
+};
+
+// Lines of `text` containing `needle`.
+int CountLines(const std::string& text, const std::string& needle) {
+  std::istringstream in(text);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos;
+  return n;
+}
+
+uint64_t RssKb(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("VmRSS:")) return std::stoull(line.substr(6));
+  }
+  return 0;
+}
+
+uint64_t CpuTicks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  uint64_t utime = 0, stime = 0;
+  for (int i = 3; fields >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) {
+      stime = std::stoull(field);
+      break;
+    }
+  }
+  return utime + stime;
+}
+
+size_t OpenFds(pid_t pid) {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) ++n;
+  return n;
+}
+
+class DaemonLimitsTest : public SystemDaemonTest {
+ protected:
+  void SetUp() override {
+    SystemDaemonTest::SetUp();
+    log_ = parent_.path() + "/udiagd.log";
+  }
+
+  void StartDaemon(std::vector<std::string> extra) {
+    extra.insert(extra.end(), {"--producer-group", std::to_string(kGroup), "--consumer-group", std::to_string(kGroup)});
+    ASSERT_EQ(daemon_.Start(dir_, extra, log_), "");
+  }
+
+  // A consumer connection as `uid`, in a child: "ok" or the errno.
+  std::string ConnectAs(uid_t uid) {
+    ChildAs child(uid, kGroup, [&] {
+      auto client = consumer::ConsumerClient::Connect(dir_);
+      return client.ok() ? std::string("ok") : Errno(client.error());
+    });
+    return child.Result();
+  }
+
+  // A producer as `uid` in a child: a connection and a data file, then `steps`.
+  std::unique_ptr<ChildAs> ProducerAs(uid_t uid, const std::function<std::string(RawClient&, int)>& steps) {
+    return std::make_unique<ChildAs>(uid, kGroup, [this, steps] {
+      static RawClient client;
+      static base::ScopedFd file;
+      if (std::string err = client.Open(dir_, ipc::Role::kProducer); !err.empty()) return err;
+      if (int err = client.OpenDataFile(&file)) return "data file " + Errno(err);
+      return steps(client, file.get());
+    });
+  }
+
+  // Registers `command` as root, on a connection of its own: the errno.
+  int RootRegisters(const std::string& command) {
+    RawClient root;
+    if (!root.Open(dir_, ipc::Role::kProducer).empty()) return -1;
+    base::ScopedFd file;
+    if (int err = root.OpenDataFile(&file)) return err;
+    return root.Register(file.get(), command, 0);
+  }
+
+  std::string log_;
+  DaemonProcess daemon_;
+};
+
+TEST_F(DaemonLimitsTest, ConnectionsPerUserEndInEmfileForThatUserOnly) {
+  StartDaemon({"--max-connections-per-user", "4"});
+  ChildAs greedy(kUser, kGroup, [&] {
+    static std::vector<consumer::ConsumerClient> held;  // lives until the child exits
+    for (int i = 0; i < 4; ++i) {
+      auto client = consumer::ConsumerClient::Connect(dir_);
+      if (!client.ok()) return "connection " + std::to_string(i) + ": " + Errno(client.error());
+      held.push_back(std::move(client).value());
+    }
+    auto fifth = consumer::ConsumerClient::Connect(dir_);
+    auto sixth = consumer::ConsumerClient::Connect(dir_);
+    return "fifth=" + Errno(fifth.ok() ? 0 : fifth.error()) + " sixth=" + Errno(sixth.ok() ? 0 : sixth.error());
+  });
+  EXPECT_EQ(greedy.Result(), "fifth=" + Errno(EMFILE) + " sixth=" + Errno(EMFILE));
+  // Meanwhile root and another user connect as usual.
+  auto root = MustConnect(dir_);
+  EXPECT_TRUE(root.Read("user_events_status").ok());
+  EXPECT_EQ(ConnectAs(kOtherUser), "ok");
+  // Logged once for the episode, not once per refusal.
+  EXPECT_EQ(CountLines(ReadFileText(log_), "uid 65534 reached its limit of connections"), 1) << ReadFileText(log_);
+  // Once its connections close, the user may connect again.
+  greedy.Release();
+  EXPECT_TRUE(PollUntil([&] { return ConnectAs(kUser) == "ok"; }));
+}
+
+TEST_F(DaemonLimitsTest, DataFilesCountAsConnections) {
+  StartDaemon({"--max-connections-per-user", "3"});
+  ChildAs producer(kUser, kGroup, [&] {
+    static RawClient client;
+    static base::ScopedFd files[3];
+    if (std::string err = client.Open(dir_, ipc::Role::kProducer); !err.empty()) return err;
+    std::string result;
+    for (auto& file : files) result += Errno(client.OpenDataFile(&file)) + " ";
+    return result;
+  });
+  // The connection and two data files; the third is refused.
+  EXPECT_EQ(producer.Result(), "0 0 " + Errno(EMFILE) + " ");
+}
+
+TEST_F(DaemonLimitsTest, UnreadRepliesDropTheConnectionAndMemoryStaysBounded) {
+  StartDaemon({"--max-queued-kb-per-user", "1024"});
+  auto root = MustConnect(dir_);
+  const uint64_t rss_before = RssKb(daemon_.pid());
+  // A consumer that asks and never reads; small replies, so the overhead
+  // of each queued message counts.
+  auto flood = [&](const std::string& dir) {
+    RawClient client;
+    if (std::string err = client.Open(dir, ipc::Role::kConsumer); !err.empty()) return err;
+    ipc::Encoder list;
+    ipc::PathRequest{"events"}.Encode(list);
+    for (int i = 0; i < 2'000'000; ++i) {
+      if (int err = client.Send(ipc::MsgType::kTreeList, list, client.NextSeq())) {
+        return "dropped " + Errno(err);
+      }
+    }
+    return std::string("never dropped");
+  };
+  ChildAs hostile(kUser, kGroup, [&] { return flood(dir_); });
+  std::string result = hostile.Result();
+  EXPECT_TRUE(result == "dropped " + Errno(EPIPE) || result == "dropped " + Errno(ECONNRESET)) << result;
+  EXPECT_LT(RssKb(daemon_.pid()), rss_before + 32 * 1024) << "daemon RSS grew from " << rss_before << " kB";
+  EXPECT_EQ(CountLines(ReadFileText(log_), "does not read its replies"), 1) << ReadFileText(log_);
+  // Root, exempt from the per-user limit, was not touched.
+  EXPECT_TRUE(root.Read("user_events_status").ok());
+  EXPECT_EQ(ConnectAs(kOtherUser), "ok");
+}
+
+TEST_F(DaemonLimitsTest, UnreadRepliesPerConnectionApplyToRootToo) {
+  StartDaemon({"--max-queued-kb-per-connection", "512"});
+  RawClient client;
+  ASSERT_EQ(client.Open(dir_, ipc::Role::kConsumer), "");
+  ipc::Encoder list;
+  ipc::PathRequest{"events"}.Encode(list);
+  signal(SIGPIPE, SIG_IGN);
+  int err = 0;
+  for (int i = 0; i < 2'000'000 && !err; ++i) err = client.Send(ipc::MsgType::kTreeList, list, client.NextSeq());
+  EXPECT_TRUE(err == EPIPE || err == ECONNRESET) << err;
+  auto other = MustConnect(dir_);
+  EXPECT_TRUE(other.Read("user_events_status").ok());
+}
+
+TEST_F(DaemonLimitsTest, RequestsOfTheOtherRoleAreRefusedBeforeAnyReply) {
+  StartDaemon({});
+  RawClient producer;
+  ASSERT_EQ(producer.Open(dir_, ipc::Role::kProducer), "");
+  ipc::Encoder read;
+  ipc::PathRequest{"README"}.Encode(read);
+  EXPECT_EQ(producer.Call(ipc::MsgType::kTreeRead, read), EACCES);
+  EXPECT_EQ(producer.data_chunks(), 0) << "the file was sent before the refusal";
+  RawClient consumer;
+  ASSERT_EQ(consumer.Open(dir_, ipc::Role::kConsumer), "");
+  base::ScopedFd file;
+  EXPECT_EQ(consumer.OpenDataFile(&file), EACCES);
+  // Control: the same requests in the right role succeed.
+  EXPECT_EQ(consumer.Call(ipc::MsgType::kTreeRead, read), 0);
+  EXPECT_GT(consumer.data_chunks(), 0);
+  EXPECT_EQ(producer.OpenDataFile(&file), 0);
+}
+
+TEST_F(DaemonLimitsTest, EventsPerUserEndInEmfile) {
+  StartDaemon({"--max-events-per-user", "3"});
+  auto producer = ProducerAs(kUser, [](RawClient& client, int file) {
+    std::string result;
+    for (int i = 0; i < 4; ++i) result += Errno(client.Register(file, "lim_" + std::to_string(i) + " u32 v", 8 * i)) + " ";
+    // An existing event costs nothing.
+    result += Errno(client.Register(file, "lim_0 u32 v", 64));
+    return result;
+  });
+  EXPECT_EQ(producer->Result(), "0 0 0 " + Errno(EMFILE) + " 0");
+  EXPECT_EQ(CountLines(ReadFileText(log_), "uid 65534 reached its limit of events"), 1);
+  // Root and another user still create events.
+  EXPECT_EQ(RootRegisters("root_event u32 v"), 0);
+  auto other = ProducerAs(kOtherUser, [](RawClient& client, int file) {
+    return Errno(client.Register(file, "other_event u32 v", 0));
+  });
+  EXPECT_EQ(other->Result(), "0");
+}
+
+TEST_F(DaemonLimitsTest, EnablersPerUserEndInEnomem) {
+  StartDaemon({"--max-enablers-per-user", "3"});
+  auto producer = ProducerAs(kUser, [](RawClient& client, int file) {
+    std::string result;
+    for (int i = 0; i < 4; ++i) result += Errno(client.Register(file, "shared u32 v", 8 * i)) + " ";
+    // Unregistering one makes room for another.
+    ipc::Encoder unregister;
+    ipc::UnregisterRequest{0, 0}.Encode(unregister);
+    result += Errno(client.Call(ipc::MsgType::kUnregister, unregister)) + " ";
+    result += Errno(client.Register(file, "shared u32 v", 64));
+    return result;
+  });
+  EXPECT_EQ(producer->Result(), "0 0 0 " + Errno(ENOMEM) + " 0 0");
+  EXPECT_EQ(RootRegisters("shared u32 v"), 0);
+}
+
+TEST_F(DaemonLimitsTest, RingMemoryPerUserEndsInEnomem) {
+  // Rings of 64 KiB (and a header page): 1 MiB holds fewer than 16.
+  StartDaemon({"--ring-kb", "64", "--max-ring-mb-per-user", "1"});
+  ChildAs producer(kUser, kGroup, [&] {
+    static RawClient client;
+    if (std::string err = client.Open(dir_, ipc::Role::kProducer); !err.empty()) return err;
+    for (int i = 0; i < 64; ++i) {
+      if (int err = client.AddRing()) return std::to_string(i) + " rings, then " + Errno(err);
+    }
+    return std::string("64 rings");
+  });
+  std::string result = producer.Result();
+  EXPECT_EQ(result.substr(result.find(',')), ", then " + Errno(ENOMEM)) << result;
+  EXPECT_GE(std::stoi(result), 14) << result;  // 1 MiB / (64 KiB + header)
+  RawClient root;
+  ASSERT_EQ(root.Open(dir_, ipc::Role::kProducer), "");
+  EXPECT_EQ(root.AddRing(), 0);
+}
+
+TEST_F(DaemonLimitsTest, OutOfFdsTheDaemonDoesNotSpinAndKeepsServing) {
+  StartDaemon({});
+  auto kept = MustConnect(dir_);
+  ASSERT_TRUE(kept.Read("user_events_status").ok());
+  // Leave the daemon a few fds, then take them with connections.
+  const pid_t pid = daemon_.pid();
+  rlimit tight;
+  ASSERT_EQ(prlimit(pid, RLIMIT_NOFILE, nullptr, &tight), 0);
+  tight.rlim_cur = OpenFds(pid) + 4;
+  ASSERT_EQ(prlimit(pid, RLIMIT_NOFILE, &tight, nullptr), 0) << strerror(errno);
+  std::vector<consumer::ConsumerClient> held;
+  for (int i = 0; i < 32; ++i) {
+    auto client = consumer::ConsumerClient::Connect(dir_);
+    if (!client.ok()) break;
+    held.push_back(std::move(client).value());
+  }
+  ASSERT_LT(held.size(), 32u) << "the daemon never ran out of fds";
+  // A connection the daemon cannot keep is accepted and closed (the
+  // reserve fd), not left pending to wake it up again and again.
+  auto pending = base::ConnectSeqpacket(base::ControlSocketPath(dir_));
+  ASSERT_TRUE(pending.ok());
+  pollfd p{pending->get(), POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 5000), 1);
+  char byte;
+  EXPECT_LE(recv(pending->get(), &byte, 1, MSG_DONTWAIT), 0);
+  // While more clients keep trying, the daemon stays mostly idle.
+  const uint64_t ticks_before = CpuTicks(pid);
+  for (int i = 0; i < 100; ++i) {
+    auto attempt = base::ConnectSeqpacket(base::ControlSocketPath(dir_));
+    std::this_thread::sleep_for(10ms);
+  }
+  const uint64_t ticks = CpuTicks(pid) - ticks_before;
+  EXPECT_LT(ticks, sysconf(_SC_CLK_TCK) / 2) << "the daemon spun for " << ticks << " ticks in about 1 s";
+  // Clients already in are served; the episode is logged once.
+  EXPECT_TRUE(kept.Read("user_events_status").ok());
+  EXPECT_EQ(CountLines(ReadFileText(log_), "refusing new connections until fds are free"), 1) << ReadFileText(log_);
+  // With fds back, new clients get in again.
+  held.clear();
+  EXPECT_TRUE(PollUntil([&] { return consumer::ConsumerClient::Connect(dir_).ok(); }));
+}
+
+}  // namespace
+}  // namespace udiag::integration
