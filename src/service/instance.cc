@@ -50,6 +50,7 @@ int InstanceSet::Remove(std::string_view name) {
   if (it == named_.end()) return ENOENT;
   Instance& instance = *it->second;
   if (instance.readers() > 0 || instance.record_streams() > 0) return EBUSY;
+  instance.triggers().Clear(*this, instance);
   std::set<uint32_t> enabled = instance.enabled_;
   for (uint32_t id : enabled) SetEnabled(instance, registry_->FindById(id), false);
   named_.erase(it);
@@ -76,17 +77,33 @@ bool InstanceSet::RecordedBy(uint32_t id) const {
 
 void InstanceSet::SetEnabled(Instance& instance, Event* event, bool on) {
   if (instance.IsEnabled(event->id) == on) return;
-  std::vector<Instance*>* enablers = EnablersOf(event->id);
+  bool was = instance.Registered(event->id);
+  instance.SetSoftEnabled(event->id, on);
+  UpdateRegistration(instance, event, was);
+}
+
+void InstanceSet::SetSoftMode(Instance& instance, Event* event, bool on) {
+  bool was = instance.Registered(event->id);
   if (on) {
-    instance.enabled_.insert(event->id);
+    ++instance.soft_refs_[event->id];
+  } else if (auto it = instance.soft_refs_.find(event->id); it != instance.soft_refs_.end() && --it->second == 0) {
+    instance.soft_refs_.erase(it);
+  }
+  UpdateRegistration(instance, event, was);
+}
+
+void InstanceSet::UpdateRegistration(Instance& instance, Event* event, bool was_registered) {
+  bool now = instance.Registered(event->id);
+  if (now == was_registered) return;
+  std::vector<Instance*>* enablers = EnablersOf(event->id);
+  if (now) {
     enablers->push_back(&instance);
     registry_->Get(event);
   } else {
-    instance.enabled_.erase(event->id);
     std::erase(*enablers, &instance);
   }
   registry_->SetStatusBits(event, kStatusFtrace, AnyEnables(event->id));
-  if (!on) registry_->Put(event);
+  if (!now) registry_->Put(event);
 }
 
 void InstanceSet::NoteLost(uint64_t count) {

@@ -18,6 +18,7 @@
 #include "service/event_filters.h"
 #include "service/event_probe.h"
 #include "service/event_registry.h"
+#include "service/event_triggers.h"
 #include "service/trace_buffer.h"
 
 namespace udiag::service {
@@ -36,10 +37,28 @@ class Instance {
   bool tracing_on() const { return tracing_on_; }
   void set_tracing_on(bool on) { tracing_on_ = on; }
   bool IsEnabled(uint32_t id) const { return enabled_.contains(id); }
+  // Whether the instance takes the event's records in: enabled or in soft mode.
+  bool Registered(uint32_t id) const { return IsEnabled(id) || InSoftMode(id); }
   const std::set<uint32_t>& enabled() const { return enabled_; }
+  // The kernel's soft mode: triggers on the event (or enable_event aimed at
+  // it) make it fire in this instance while not enabled; its `enable` file
+  // shows a '*'. Only an enabled event's records are kept.
+  bool InSoftMode(uint32_t id) const { return soft_refs_.contains(id); }
+  bool Keeps(uint32_t id) const { return soft_refs_.empty() || IsEnabled(id); }
+  // enable_event/disable_event firing: the event stays registered by its soft mode.
+  void SetSoftEnabled(uint32_t id, bool on) {
+    if (on) {
+      enabled_.insert(id);
+    } else {
+      enabled_.erase(id);
+    }
+  }
   // The `filter` files of this instance's events, and its `error_log`.
   EventFilters& filters() { return filters_; }
   const EventFilters& filters() const { return filters_; }
+  // The `trigger` files of this instance's events.
+  EventTriggers& triggers() { return triggers_; }
+  const EventTriggers& triggers() const { return triggers_; }
   ErrorLog& error_log() { return error_log_; }
   const ErrorLog& error_log() const { return error_log_; }
 
@@ -63,6 +82,10 @@ class Instance {
   // `snapshot`: a frozen copy of the buffer, or null when freed.
   const TraceBuffer* snapshot() const { return snapshot_.get(); }
   void TakeSnapshot() { snapshot_ = buffer_.Copy(); }
+  // A snapshot trigger allocates an empty snapshot, as the kernel's does.
+  void AllocateSnapshot() {
+    if (!snapshot_) snapshot_ = std::make_unique<TraceBuffer>(buffer_.capacity());
+  }
   void FreeSnapshot() { snapshot_.reset(); }
   // `echo 2 > snapshot`: empties an allocated snapshot, keeps a freed one freed.
   void ClearSnapshot() {
@@ -88,7 +111,9 @@ class Instance {
   bool tracing_on_ = true;
   bool usdt_probe_ = false;
   std::set<uint32_t> enabled_;
+  std::map<uint32_t, int> soft_refs_;  // event id -> triggers holding its soft mode
   EventFilters filters_;
+  EventTriggers triggers_;
   ErrorLog error_log_;
   std::unique_ptr<TraceBuffer> snapshot_;
   uint64_t owner_ = 0;
@@ -121,6 +146,9 @@ class InstanceSet {
   // Enables or disables `event` in `instance`, keeping references and the
   // event's ftrace status bit right. Idempotent.
   void SetEnabled(Instance& instance, Event* event, bool on);
+  // Takes or drops one soft-mode reference on `event` in `instance` (triggers).
+  void SetSoftMode(Instance& instance, Event* event, bool on);
+  EventRegistry& registry() { return *registry_; }
   // Whether any record session enables the event (user_events_status "record").
   bool RecordedBy(uint32_t id) const;
   // Copies a record into every instance that enables its event, is on and
@@ -132,7 +160,12 @@ class InstanceSet {
     if (slot >= enablers_.size()) return;
     bool probe = false;
     for (Instance* instance : enablers_[slot]) {
-      if (!instance->tracing_on() || !instance->filters().Accepts(event, meta, record, comm_)) continue;
+      // Triggers first: they see the record whatever tracing_on, enable and the filter say.
+      if (instance->triggers().Has(event)) instance->triggers().Fire(*instance, event, meta, record, comm_);
+      if (!instance->tracing_on() || !instance->Keeps(event.id) ||
+          !instance->filters().Accepts(event, meta, record, comm_)) {
+        continue;
+      }
       if (instance->usdt_probe()) {
         probe = true;
       } else {
@@ -149,6 +182,8 @@ class InstanceSet {
 
  private:
   bool AnyEnables(uint32_t id) const;
+  // After `instance` enabled or soft-moded `event`: joins or leaves its enablers.
+  void UpdateRegistration(Instance& instance, Event* event, bool was_registered);
   std::vector<Instance*>* EnablersOf(uint32_t id);
   EventRegistry* registry_;
   Instance top_{""};

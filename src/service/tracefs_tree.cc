@@ -18,7 +18,7 @@ enum class Node {
   kRoot, kInstancesDir, kOptionsDir, kPerCpuDir, kCpuDir, kEventsDir, kSystemDir, kEventDir,  // directories
   kDynamicEvents, kStatus, kAvailableEvents, kSetEvent, kTrace, kTracePipe, kTracingOn,
   kBufferSizeKb, kTraceClock, kEventsMax, kEnable, kFormat, kId, kOverwrite, kSnapshot, kStats,
-  kBlockingTimeoutMs, kReadme, kDataFile, kUsdtProbe, kFilter, kErrorLog,
+  kBlockingTimeoutMs, kReadme, kDataFile, kUsdtProbe, kFilter, kErrorLog, kTrigger,
 };
 
 struct TracefsTree::Resolved {
@@ -38,7 +38,7 @@ constexpr const char* kReadmeText =
     "  user_events_data     register (DIAG_IOCSREG) and write events (with the udiag preload)\n"
     "  user_events_status   registered events and what traces them\n"
     "  dynamic_events       u:<name> <fields> creates, -:<name> deletes\n"
-    "  events/<system>/<event>/{enable,filter,format,id}  events/<system>/{enable,filter}\n"
+    "  events/<system>/<event>/{enable,filter,format,id,trigger}  events/<system>/{enable,filter}\n"
     "  trace  trace_pipe  tracing_on  buffer_size_kb  set_event  error_log  instances/\n"
     "See docs/cli.md and docs/compat.md of udiag.\n";
 
@@ -61,7 +61,8 @@ constexpr FileSpec kRootFiles[] = {
     {"user_events_max", Node::kEventsMax, true},        {"user_events_status", Node::kStatus, true},
 };
 constexpr FileSpec kEventFiles[] = {
-    {"enable", Node::kEnable}, {"filter", Node::kFilter}, {"format", Node::kFormat}, {"id", Node::kId}};
+    {"enable", Node::kEnable}, {"filter", Node::kFilter}, {"format", Node::kFormat},
+    {"id", Node::kId},         {"trigger", Node::kTrigger}};
 
 bool IsDirectory(Node n) { return n <= Node::kEventDir; }
 
@@ -214,7 +215,7 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
     case Node::kEventsMax:
       return fmt::format("{}\n", registry_->max_events());
     case Node::kEnable:
-      if (r->event) return std::string(inst.IsEnabled(r->event->id) ? "1\n" : "0\n");
+      if (r->event) return ReadEventEnable(inst, r->event->id);
       return ReadEnable(inst, r->system);
     case Node::kFormat:
       return schema::FormatFile(r->event->tp_name, r->event->id, r->event->desc.fields);
@@ -230,6 +231,8 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
       return r->event ? inst.filters().Read(*r->event) : SystemFilterText();
     case Node::kErrorLog:
       return inst.error_log().Text();
+    case Node::kTrigger:
+      return inst.triggers().Read(*r->event);
   }
   return base::Errno{EINVAL};
 }
@@ -277,6 +280,14 @@ std::string TracefsTree::ReadEnable(const Instance& instance, std::string_view s
   }
   if (any_on && any_off) return "X\n";
   return any_on ? "1\n" : "0\n";
+}
+
+// The kernel's enable file: "1" or "0", and a '*' while triggers hold the
+// event in soft mode (then "0*" fires for the triggers but keeps nothing).
+std::string TracefsTree::ReadEventEnable(const Instance& instance, uint32_t id) const {
+  std::string out = instance.IsEnabled(id) ? "1" : "0";
+  if (instance.InSoftMode(id)) out += '*';
+  return out + "\n";
 }
 
 std::string TracefsTree::ReadSnapshot(const Instance& instance) const {
@@ -355,6 +366,8 @@ int TracefsTree::Write(std::string_view path, std::string_view text, bool append
     case Node::kFilter:
       if (r->event) return inst.filters().Write(*r->event, text, &inst.error_log());
       return inst.filters().WriteSystem(SystemEvents(r->system), text, &inst.error_log());
+    case Node::kTrigger:
+      return inst.triggers().Write(*instances_, inst, *r->event, text, *registry_);
     case Node::kErrorLog:
       if (!append) inst.error_log().Clear();  // opening with O_TRUNC clears, as ftrace
       return 0;

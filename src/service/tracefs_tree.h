@@ -63,6 +63,7 @@ class TracefsTree {
 
   static base::ErrorOr<std::string> InstanceDirName(std::string_view path, const Caller& caller);
   std::string ReadTrace(const TraceBuffer& buffer) const;
+  std::string ReadEventEnable(const Instance& instance, uint32_t id) const;
   std::string ReadSnapshot(const Instance& instance) const;
   std::string ReadStatus() const;
   std::string ReadStats(const TraceBuffer& buffer) const;

@@ -1,0 +1,159 @@
+// The `trigger` files through the tracefs tree: listing, errors, counts and
+// the actions on the instance, with records delivered as the drain loop does.
+#include "service/event_triggers.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "service/status_page.h"
+#include "service/test_observer.h"
+#include "service/tracefs_tree.h"
+
+namespace udiag::service {
+namespace {
+
+const Caller kRoot{true, true, true};
+
+class EventTriggersTest : public ::testing::Test {
+ protected:
+  EventTriggersTest()
+      : page_(std::move(StatusPage::Create(EventRegistry::kFirstId, 64)).value()),
+        registry_(&page_, &observer_),
+        instances_(&registry_),
+        tree_(&registry_, &instances_, [](uint32_t) { return std::string("app"); }) {
+    EXPECT_EQ(tree_.Write("dynamic_events", "u:foo u32 seq\nu:bar u32 seq", true, kRoot), 0);
+    foo_ = registry_.FindByTracepoint("user_events", "foo");
+    bar_ = registry_.FindByTracepoint("user_events", "bar");
+  }
+
+  std::string Read(std::string_view path) {
+    auto r = tree_.Read(path, kRoot);
+    EXPECT_TRUE(r.ok()) << path << ": " << r.error();
+    return r.ok() ? *r : "";
+  }
+  int Write(std::string_view path, std::string_view text) { return tree_.Write(path, text, true, kRoot); }
+  void Emit(Event* e, uint32_t seq) {
+    uint16_t type = e->id;
+    std::vector<uint8_t> record = {uint8_t(type), uint8_t(type >> 8), 0, 0, 7, 0, 0, 0,
+                                   uint8_t(seq),  uint8_t(seq >> 8),  0, 0};
+    instances_.Deliver(*e, {1000, 7, 7, 0}, record);
+  }
+
+  StatusPage page_;
+  RecordingObserver observer_;
+  EventRegistry registry_;
+  InstanceSet instances_;
+  TracefsTree tree_;
+  Event* foo_ = nullptr;
+  Event* bar_ = nullptr;
+};
+
+constexpr const char* kFooTrigger = "events/user_events/foo/trigger";
+
+TEST_F(EventTriggersTest, EmptyFileListsTheAvailableCommands) {
+  EXPECT_EQ(Read(kFooTrigger),
+            "# Available triggers:\n"
+            "# traceon traceoff snapshot stacktrace enable_event disable_event enable_hist disable_hist hist\n");
+}
+
+TEST_F(EventTriggersTest, ListsNewestFirstAndRemoves) {
+  ASSERT_EQ(Write(kFooTrigger, "traceoff:3 if seq > 10\n"), 0);
+  ASSERT_EQ(Write(kFooTrigger, "enable_event:user_events:bar"), 0);
+  EXPECT_EQ(Read(kFooTrigger), "enable_event:user_events:bar:unlimited\ntraceoff:count=3 if seq > 10\n");
+  ASSERT_EQ(Write(kFooTrigger, "!traceon"), 0);  // traceon and traceoff are one kind
+  EXPECT_EQ(Read(kFooTrigger), "enable_event:user_events:bar:unlimited\n");
+  ASSERT_EQ(Write(kFooTrigger, "!traceon"), 0);  // nothing to remove: not an error
+  ASSERT_EQ(Write(kFooTrigger, "!enable_event:user_events:bar"), 0);
+  EXPECT_EQ(Read("events/user_events/foo/enable"), "0\n");
+}
+
+TEST_F(EventTriggersTest, Errors) {
+  EXPECT_EQ(Write(kFooTrigger, "bogus"), EINVAL);
+  EXPECT_EQ(Write(kFooTrigger, "traceon if nosuchfield == 1"), EINVAL);
+  EXPECT_EQ(Write(kFooTrigger, "enable_event:user_events:nosuch"), EINVAL);
+  EXPECT_EQ(Write(kFooTrigger, "!enable_event:user_events:nosuch"), EINVAL);
+  ASSERT_EQ(Write(kFooTrigger, "traceon"), 0);
+  EXPECT_EQ(Write(kFooTrigger, "traceoff:5"), EEXIST);
+  ASSERT_EQ(Write(kFooTrigger, "enable_event:user_events:bar"), 0);
+  EXPECT_EQ(Write(kFooTrigger, "disable_event:user_events:bar"), EEXIST);
+  EXPECT_EQ(Write(kFooTrigger, "   \n"), 0);
+  EXPECT_EQ(Read(kFooTrigger), "enable_event:user_events:bar:unlimited\ntraceon:unlimited\n");
+}
+
+TEST_F(EventTriggersTest, SoftModeMarksEnableAndKeepsNothing) {
+  ASSERT_EQ(Write(kFooTrigger, "traceoff"), 0);
+  EXPECT_EQ(Read("events/user_events/foo/enable"), "0*\n");
+  EXPECT_EQ(Read("user_events_status"), "foo # Used by ftrace\nbar\n\nActive: 2\nBusy: 1\n");
+  Emit(foo_, 1);
+  EXPECT_EQ(instances_.top().buffer().entries(), 0u);  // fired, not kept
+  EXPECT_EQ(Read("tracing_on"), "0\n");
+  ASSERT_EQ(Write("events/user_events/foo/enable", "1"), 0);
+  EXPECT_EQ(Read("events/user_events/foo/enable"), "1*\n");
+  ASSERT_EQ(Write(kFooTrigger, "!traceoff"), 0);
+  EXPECT_EQ(Read("events/user_events/foo/enable"), "1\n");
+  // Triggers hold the event: it cannot be deleted while they exist.
+  ASSERT_EQ(Write("events/user_events/foo/enable", "0"), 0);
+  ASSERT_EQ(Write(kFooTrigger, "snapshot"), 0);
+  EXPECT_EQ(Write("dynamic_events", "-:foo u32 seq"), EBUSY);
+}
+
+TEST_F(EventTriggersTest, CountsDecrementOnlyWhenTheTriggerActs) {
+  ASSERT_EQ(Write("events/user_events/foo/enable", "1"), 0);
+  ASSERT_EQ(Write(kFooTrigger, "traceoff:2 if seq > 10"), 0);
+  Emit(foo_, 5);  // filter fails
+  EXPECT_EQ(Read(kFooTrigger), "traceoff:count=2 if seq > 10\n");
+  Emit(foo_, 11);  // acts: tracing off, the event itself not kept
+  EXPECT_EQ(Read(kFooTrigger), "traceoff:count=1 if seq > 10\n");
+  EXPECT_EQ(Read("tracing_on"), "0\n");
+  Emit(foo_, 12);  // already off: no change, no count
+  EXPECT_EQ(Read(kFooTrigger), "traceoff:count=1 if seq > 10\n");
+  EXPECT_EQ(instances_.top().buffer().entries(), 1u);  // seq 5
+}
+
+TEST_F(EventTriggersTest, TraceonTurnsTracingBackOn) {
+  ASSERT_EQ(Write("events/user_events/foo/enable", "1"), 0);
+  ASSERT_EQ(Write("tracing_on", "0"), 0);
+  ASSERT_EQ(Write(kFooTrigger, "traceon:1"), 0);
+  Emit(foo_, 1);
+  EXPECT_EQ(Read("tracing_on"), "1\n");
+  EXPECT_EQ(Read(kFooTrigger), "traceon:count=0\n");
+  EXPECT_EQ(instances_.top().buffer().entries(), 1u);
+}
+
+TEST_F(EventTriggersTest, EnableEventSoftEnablesItsTarget) {
+  ASSERT_EQ(Write(kFooTrigger, "enable_event:user_events:bar:1"), 0);
+  EXPECT_EQ(Read("events/user_events/bar/enable"), "0*\n");
+  Emit(bar_, 1);
+  EXPECT_EQ(instances_.top().buffer().entries(), 0u);
+  Emit(foo_, 1);
+  EXPECT_EQ(Read("events/user_events/bar/enable"), "1*\n");
+  EXPECT_EQ(Read(kFooTrigger), "enable_event:user_events:bar:count=0\n");
+  Emit(bar_, 2);
+  EXPECT_EQ(instances_.top().buffer().entries(), 1u);
+  // Removing the trigger leaves an enabled target enabled.
+  ASSERT_EQ(Write(kFooTrigger, "!enable_event:user_events:bar"), 0);
+  EXPECT_EQ(Read("events/user_events/bar/enable"), "1\n");
+}
+
+TEST_F(EventTriggersTest, DisableEventAndSnapshotPerInstance) {
+  ASSERT_EQ(tree_.Mkdir("instances/a", 0, kRoot), 0);
+  ASSERT_EQ(Write("instances/a/events/user_events/bar/enable", "1"), 0);
+  ASSERT_EQ(Write("instances/a/events/user_events/foo/trigger", "disable_event:user_events:bar"), 0);
+  ASSERT_EQ(Write("instances/a/events/user_events/foo/trigger", "snapshot if seq == 2"), 0);
+  EXPECT_EQ(Read("instances/a/events/user_events/bar/enable"), "1*\n");
+  EXPECT_EQ(Read("events/user_events/foo/trigger").substr(0, 1), "#");  // the top instance has none
+  Emit(bar_, 1);
+  Emit(foo_, 2);
+  EXPECT_EQ(Read("instances/a/events/user_events/bar/enable"), "0*\n");
+  Emit(bar_, 3);
+  Instance* a = instances_.Find("a");
+  ASSERT_NE(a->snapshot(), nullptr);
+  EXPECT_EQ(a->snapshot()->entries(), 1u);
+  EXPECT_EQ(a->buffer().entries(), 1u);
+  ASSERT_EQ(tree_.Rmdir("instances/a", kRoot).ok(), true);
+  EXPECT_EQ(Read("user_events_status"), "foo\nbar\n\nActive: 2\nBusy: 0\n");
+}
+
+}  // namespace
+}  // namespace udiag::service

@@ -1,0 +1,73 @@
+// Event triggers through a real daemon and real producers: traceoff with a
+// count and a filter stops the trace at the matching event, enable_event
+// turns a soft-disabled event on mid-stream, and the files read back as the
+// kernel prints them.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <string>
+
+#include "integration_util.h"
+
+namespace udiag::integration {
+namespace {
+
+class TriggersTest : public PrivateDaemonTest {
+ protected:
+  void SetUp() override {
+    PrivateDaemonTest::SetUp();
+    if (HasFatalFailure()) return;
+    client_.emplace(MustConnect(dir_));
+    // hammer_producer registers "<name> u32 seq" and writes seq 0..count-1.
+    ASSERT_EQ(client_->Write("dynamic_events", "u:ttest u32 seq", true), 0);
+  }
+
+  std::string Read(const std::string& path) {
+    auto text = client_->Read(path);
+    EXPECT_TRUE(text.ok()) << path << ": " << text.error();
+    return text.ok() ? *text : "";
+  }
+  int Write(const std::string& path, const std::string& text) { return client_->Write(path, text, true); }
+  void Produce(uint32_t count) {
+    ASSERT_EQ(RunProgram({Bin("hammer_producer"), "ttest", std::to_string(count)}, {.udiag_dir = dir_}), 0);
+  }
+  static std::map<uint32_t, int> Range(uint32_t first, uint32_t end) {
+    std::map<uint32_t, int> out;
+    for (uint32_t s = first; s < end; ++s) out[s] = 1;
+    return out;
+  }
+
+  std::optional<consumer::ConsumerClient> client_;
+};
+
+TEST_F(TriggersTest, TraceoffWithCountAndFilterStopsAtTheMatch) {
+  ASSERT_EQ(Write("events/user_events/ttest/enable", "1"), 0);
+  ASSERT_EQ(Write("events/user_events/ttest/trigger", "traceoff:1 if seq > 49\n"), 0);
+  EXPECT_EQ(Read("events/user_events/ttest/trigger"), "traceoff:count=1 if seq > 49\n");
+  EXPECT_EQ(Read("events/user_events/ttest/enable"), "1*\n");
+  Produce(100);
+  // Reading drains every ring first, so the whole run has been seen.
+  EXPECT_EQ(SeqsOf(Read("trace"), "ttest"), Range(0, 50));
+  EXPECT_EQ(Read("tracing_on"), "0\n");
+  EXPECT_EQ(Read("events/user_events/ttest/trigger"), "traceoff:count=0 if seq > 49\n");
+  EXPECT_EQ(Write("events/user_events/ttest/trigger", "traceon"), EEXIST);
+  EXPECT_EQ(Write("events/user_events/ttest/trigger", "tracoff"), EINVAL);
+  ASSERT_EQ(Write("events/user_events/ttest/trigger", "!traceoff"), 0);
+  EXPECT_EQ(Read("events/user_events/ttest/enable"), "1\n");
+}
+
+TEST_F(TriggersTest, EnableEventTurnsASoftDisabledEventOnInAnInstance) {
+  ASSERT_EQ(client_->Mkdir("instances/late"), 0);
+  const std::string trigger = "instances/late/events/user_events/ttest/trigger";
+  ASSERT_EQ(Write(trigger, "enable_event:user_events:ttest:1 if seq == 90"), 0);
+  EXPECT_EQ(Read("instances/late/events/user_events/ttest/enable"), "0*\n");
+  EXPECT_EQ(Read("user_events_status"), "ttest # Used by ftrace\n\nActive: 1\nBusy: 1\n");
+  Produce(100);
+  EXPECT_EQ(SeqsOf(Read("instances/late/trace"), "ttest"), Range(90, 100));
+  EXPECT_EQ(Read("instances/late/events/user_events/ttest/enable"), "1*\n");
+  EXPECT_EQ(Read(trigger), "enable_event:user_events:ttest:count=0 if seq == 90\n");
+  EXPECT_EQ(SeqsOf(Read("trace"), "ttest"), Range(0, 0));  // the top instance enables nothing
+}
+
+}  // namespace
+}  // namespace udiag::integration
