@@ -55,20 +55,6 @@ bool TestCpu(const Predicate& p, uint32_t cpu) {
   }
 }
 
-// The bytes of a string field, or nullopt when the record does not hold them.
-std::optional<std::span<const uint8_t>> StringBytes(const FilterField& field, std::span<const uint8_t> record) {
-  if (field.offset + uint64_t{field.cls == FieldClass::kStaticString ? field.size : 4} > record.size()) {
-    return std::nullopt;
-  }
-  if (field.cls == FieldClass::kStaticString) return record.subspan(field.offset, field.size);
-  uint32_t loc;
-  std::memcpy(&loc, record.data() + field.offset, sizeof(loc));
-  uint64_t start = (field.cls == FieldClass::kRelString ? field.offset + 4u : 0u) + (loc & 0xffffu);
-  uint64_t len = loc >> 16;
-  if (start + len > record.size()) return std::nullopt;
-  return record.subspan(start, len);
-}
-
 }  // namespace
 
 bool Filter::Test(const Predicate& p, const RecordContext& context) const {

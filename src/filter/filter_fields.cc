@@ -1,5 +1,6 @@
 #include "filter/filter_fields.h"
 
+#include <cstring>
 #include <span>
 
 namespace udiag::filter {
@@ -47,6 +48,19 @@ std::optional<FilterField> FindField(const std::vector<schema::Field>& fields, s
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::span<const uint8_t>> StringBytes(const FilterField& field, std::span<const uint8_t> record) {
+  if (field.offset + uint64_t{field.cls == FieldClass::kStaticString ? field.size : 4} > record.size()) {
+    return std::nullopt;
+  }
+  if (field.cls == FieldClass::kStaticString) return record.subspan(field.offset, field.size);
+  uint32_t loc;
+  std::memcpy(&loc, record.data() + field.offset, sizeof(loc));
+  uint64_t start = (field.cls == FieldClass::kRelString ? field.offset + 4u : 0u) + (loc & 0xffffu);
+  uint64_t len = loc >> 16;
+  if (start + len > record.size()) return std::nullopt;
+  return record.subspan(start, len);
 }
 
 }  // namespace udiag::filter

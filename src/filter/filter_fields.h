@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -30,6 +31,10 @@ struct FilterField {
 
   bool is_string() const { return cls != FieldClass::kNumber && cls != FieldClass::kCpu; }
 };
+
+// The bytes of a string field (char[N], __data_loc, __rel_loc) in `record`,
+// or nullopt when the record does not hold them (records are untrusted).
+std::optional<std::span<const uint8_t>> StringBytes(const FilterField& field, std::span<const uint8_t> record);
 
 std::optional<FilterField> FindField(const std::vector<schema::Field>& fields, std::string_view name);
 

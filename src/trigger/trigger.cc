@@ -18,6 +18,7 @@ constexpr CommandName kCommands[] = {
     {"traceon", Command::kTraceOn},         {"traceoff", Command::kTraceOff},
     {"snapshot", Command::kSnapshot},       {"stacktrace", Command::kStacktrace},
     {"enable_event", Command::kEnableEvent}, {"disable_event", Command::kDisableEvent},
+    {"hist", Command::kHist},
 };
 
 std::string_view NameOf(Command command) {
@@ -106,7 +107,13 @@ int Parse(std::string_view text, Spec* out) {
   const bool targets = out->command == Command::kEnableEvent || out->command == Command::kDisableEvent;
   std::string_view param, filter;
   bool has_param = false, has_filter = false;
-  SeparateFilter(text, targets, &param, &filter, &has_param, &has_filter);
+  SeparateFilter(text, targets || out->command == Command::kHist, &param, &filter, &has_param, &has_filter);
+  if (out->command == Command::kHist) {
+    // A histogram is named by all of it, filter included, also to remove it.
+    if (!has_param) return EINVAL;
+    out->param = std::string(param);
+    return has_filter ? ParseFilter(filter, &out->filter) : 0;
+  }
   if (targets) {
     if (!has_param) return EINVAL;
     std::string_view system = Sep(&param, &more, ":");

@@ -9,18 +9,19 @@
 
 namespace udiag::trigger {
 
-enum class Command : uint8_t { kTraceOn, kTraceOff, kSnapshot, kStacktrace, kEnableEvent, kDisableEvent };
+enum class Command : uint8_t { kTraceOn, kTraceOff, kSnapshot, kStacktrace, kEnableEvent, kDisableEvent, kHist };
 
 // A count of -1 in the kernel: the trigger acts every time.
 inline constexpr uint64_t kUnlimited = UINT64_MAX;
 
 struct Spec {
   Command command = Command::kTraceOn;
-  bool remove = false;      // "!cmd": count and filter are ignored, as the kernel does
+  bool remove = false;      // "!cmd": count and filter are ignored, as the kernel does (hist aside)
   std::string system;       // enable_event/disable_event: the target event
   std::string event;
   uint64_t count = kUnlimited;
   std::string filter;       // the text after "if ", or empty
+  std::string param;        // hist: "keys=...:vals=..." (trigger/hist.h parses it)
 };
 
 // Parses one command (the caller strips trailing blanks). Returns 0 or

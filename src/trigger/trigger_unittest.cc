@@ -23,6 +23,15 @@ TEST(TriggerParse, ListsAsTheKernelPrints) {
   EXPECT_EQ(Listed("disable_event:user_events:foo:2 if x == 1"), "disable_event:user_events:foo:count=2 if x == 1\n");
 }
 
+TEST(TriggerParse, HistKeepsItsParameterAndFilter) {
+  Spec spec;
+  ASSERT_EQ(Parse("!hist:keys=seq.hex:size=128 if seq > 3", &spec), 0);
+  EXPECT_EQ(spec.command, Command::kHist);
+  EXPECT_TRUE(spec.remove);
+  EXPECT_EQ(spec.param, "keys=seq.hex:size=128");
+  EXPECT_EQ(spec.filter, "seq > 3");
+}
+
 TEST(TriggerParse, Removal) {
   Spec spec;
   ASSERT_EQ(Parse("!traceoff:3 if junk", &spec), 0);
@@ -37,7 +46,7 @@ TEST(TriggerParse, ErrorsAreEinval) {
   Spec spec;
   for (std::string_view bad : {"bogus", "traceon:x", "traceon:-1", "traceon junk", "traceon if",
                                "traceon:3 when x", "enable_event", "enable_event:user_events",
-                               "enable_event:user_events:foo:", "enable_event:user_events:foo:z", "hist:keys=x"}) {
+                               "enable_event:user_events:foo:", "enable_event:user_events:foo:z", "hist", "hist:keys=x junk", "enable_hist:user_events:foo"}) {
     EXPECT_EQ(Parse(bad, &spec), EINVAL) << bad;
   }
 }

@@ -1,0 +1,317 @@
+#include "trigger/hist.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+#include "filter/kernel_number.h"
+
+namespace udiag::trigger {
+namespace {
+
+// The kernel's tracing_map limits.
+constexpr size_t kMaxKeys = 3;      // TRACING_MAP_KEYS_MAX
+constexpr size_t kMaxVals = 2;      // TRACING_MAP_VALS_MAX, hitcount aside
+constexpr size_t kMaxSortKeys = 2;  // TRACING_MAP_SORT_KEYS_MAX
+constexpr int kMinBits = 7, kMaxBits = 17;
+constexpr size_t kMaxStringKey = 256;  // MAX_FILTER_STR_VAL
+
+std::vector<std::string_view> Split(std::string_view text, char sep) {
+  std::vector<std::string_view> parts;
+  while (true) {
+    size_t at = text.find(sep);
+    parts.push_back(text.substr(0, at));
+    if (at == std::string_view::npos) return parts;
+    text.remove_prefix(at + 1);
+  }
+}
+
+std::string_view FlagName(HistFlag flag) {
+  switch (flag) {
+    case HistFlag::kHex: return ".hex";
+    case HistFlag::kLog2: return ".log2";
+    case HistFlag::kExecname: return ".execname";
+    case HistFlag::kBuckets: return ".buckets";
+    case HistFlag::kNone: break;
+  }
+  return "";
+}
+
+// "name[.modifier]" of a key or value.
+int ParseField(std::string_view text, const std::vector<schema::Field>& fields, bool key, HistField* out) {
+  size_t dot = text.find('.');
+  out->name = std::string(text.substr(0, dot));
+  auto field = filter::FindField(fields, out->name);
+  if (out->name.empty() || !field) return EINVAL;
+  out->field = *field;
+  if (out->field.cls == filter::FieldClass::kCpu) out->name = "common_cpu";
+  if (dot != std::string_view::npos) {
+    std::string_view mod = text.substr(dot + 1);
+    if (mod == "hex") {
+      out->flag = HistFlag::kHex;
+    } else if (key && mod == "log2") {
+      out->flag = HistFlag::kLog2;
+    } else if (key && mod == "execname") {
+      out->flag = HistFlag::kExecname;
+    } else if (key && mod.starts_with("buckets=")) {
+      auto n = filter::KernelStrToU64(mod.substr(8));
+      if (!n || *n == 0) return EINVAL;
+      out->flag = HistFlag::kBuckets;
+      out->buckets = *n;
+    } else {
+      return EINVAL;
+    }
+  }
+  // Values are sums: numbers only; modifiers other than .hex change a key's bucket.
+  if (out->field.is_string() && (!key || out->flag != HistFlag::kNone)) return EINVAL;
+  return 0;
+}
+
+std::string FieldText(const HistField& f) {
+  std::string out = f.name + std::string(FlagName(f.flag));
+  if (f.flag == HistFlag::kBuckets) out += fmt::format("={}", f.buckets);
+  return out;
+}
+
+int ParseSort(std::string_view text, HistSpec* spec) {
+  for (std::string_view item : Split(text, ',')) {
+    size_t dot = item.find('.');
+    std::string_view name = item.substr(0, dot);
+    SortKey key;
+    if (dot != std::string_view::npos) {
+      std::string_view order = item.substr(dot + 1);
+      if (order != "descending" && order != "ascending") return EINVAL;
+      key.descending = order == "descending";
+    }
+    if (name.empty()) return EINVAL;
+    bool found = name == "hitcount";
+    for (size_t i = 0; !found && i < spec->vals.size(); ++i) {
+      if (spec->vals[i].name == name) key.index = static_cast<int>(1 + i), found = true;
+    }
+    for (size_t i = 0; !found && i < spec->keys.size(); ++i) {
+      if (spec->keys[i].name == name) key.index = static_cast<int>(1 + spec->vals.size() + i), found = true;
+    }
+    if (!found || spec->sort.size() == kMaxSortKeys) return EINVAL;
+    spec->sort.push_back(key);
+  }
+  return 0;
+}
+
+int ParseFields(std::string_view list, const std::vector<schema::Field>& fields, bool key,
+                std::vector<HistField>* out) {
+  for (std::string_view item : Split(list, ',')) {
+    if (!key && item == "hitcount") continue;  // always kept
+    HistField f;
+    if (int err = ParseField(item, fields, key, &f)) return err;
+    out->push_back(std::move(f));
+  }
+  return out->size() > (key ? kMaxKeys : kMaxVals) ? EINVAL : 0;
+}
+
+}  // namespace
+
+int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, HistSpec* out) {
+  *out = HistSpec{};
+  std::string_view sort;
+  for (std::string_view attr : Split(param, ':')) {
+    size_t eq = attr.find('=');
+    std::string_view name = attr.substr(0, eq);
+    std::string_view value = eq == std::string_view::npos ? std::string_view() : attr.substr(eq + 1);
+    int err = 0;
+    if (name == "key" || name == "keys") {
+      err = ParseFields(value, fields, true, &out->keys);
+    } else if (name == "val" || name == "vals" || name == "values") {
+      err = ParseFields(value, fields, false, &out->vals);
+    } else if (name == "sort") {
+      sort = value;
+    } else if (name == "size") {
+      auto size = filter::KernelStrToU64(value);
+      if (!size || *size == 0 || *size > (1u << kMaxBits)) return EINVAL;
+      int bits = std::bit_width(std::bit_ceil(*size)) - 1;
+      if (bits < kMinBits) return EINVAL;
+      out->size = 1u << bits;
+    } else if (name == "name" && !value.empty()) {
+      out->name = std::string(value);
+    } else if (attr == "pause") {
+      out->control = HistControl::kPause;
+    } else if (attr == "cont" || attr == "continue") {
+      out->control = HistControl::kCont;
+    } else if (attr == "clear") {
+      out->control = HistControl::kClear;
+    } else {
+      return EINVAL;  // variables, actions, clock=, nohitcount: not supported (docs/compat.md)
+    }
+    if (err) return err;
+  }
+  if (out->keys.empty()) return EINVAL;
+  if (int err = ParseSort(sort.empty() ? "hitcount" : sort, out)) return err;
+  return 0;
+}
+
+bool SameHist(const HistSpec& a, const HistSpec& b) {
+  auto same_fields = [](const std::vector<HistField>& x, const std::vector<HistField>& y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(),
+                      [](const HistField& p, const HistField& q) { return FieldText(p) == FieldText(q); });
+  };
+  auto same_sort = [](const SortKey& p, const SortKey& q) { return p.index == q.index && p.descending == q.descending; };
+  return same_fields(a.keys, b.keys) && same_fields(a.vals, b.vals) && a.name == b.name && a.filter == b.filter &&
+         std::equal(a.sort.begin(), a.sort.end(), b.sort.begin(), b.sort.end(), same_sort);
+}
+
+std::string HistInfo(const HistSpec& spec, bool paused) {
+  std::string out = "hist:";
+  if (!spec.name.empty()) out += "name=" + spec.name + ":";
+  out += "keys=";
+  for (size_t i = 0; i < spec.keys.size(); ++i) out += (i ? "," : "") + FieldText(spec.keys[i]);
+  out += ":vals=hitcount";
+  for (const HistField& v : spec.vals) out += "," + FieldText(v);
+  out += ":sort=";
+  for (size_t i = 0; i < spec.sort.size(); ++i) {
+    const SortKey& s = spec.sort[i];
+    if (i) out += ",";
+    if (s.index == 0) {
+      out += "hitcount";
+    } else if (static_cast<size_t>(s.index) <= spec.vals.size()) {
+      out += FieldText(spec.vals[s.index - 1]);
+    } else {
+      out += FieldText(spec.keys[s.index - 1 - spec.vals.size()]);
+    }
+    if (s.descending) out += ".descending";
+  }
+  out += fmt::format(":size={}", spec.size);
+  if (!spec.filter.empty()) out += " if " + spec.filter;
+  out += paused ? " [paused]\n" : " [active]\n";
+  return out;
+}
+
+namespace {
+
+// A numeric field's value as the kernel widens it to u64 (signed ones sign-extended).
+uint64_t NumberOf(const filter::FilterField& f, const filter::RecordContext& c) {
+  if (f.cls == filter::FieldClass::kCpu) return c.cpu;
+  const uint32_t size = f.size;
+  if ((size != 1 && size != 2 && size != 4 && size != 8) || f.offset + uint64_t{size} > c.record.size()) return 0;
+  uint64_t raw = 0;
+  std::memcpy(&raw, c.record.data() + f.offset, size);
+  if (f.is_signed && size < 8) {
+    const int shift = 64 - 8 * static_cast<int>(size);
+    raw = static_cast<uint64_t>(static_cast<int64_t>(raw << shift) >> shift);
+  }
+  return raw;
+}
+
+std::string StringOf(const filter::FilterField& f, const filter::RecordContext& c) {
+  std::string_view text;
+  if (f.cls == filter::FieldClass::kComm) {
+    text = c.comm;
+  } else if (auto bytes = filter::StringBytes(f, c.record)) {
+    text = std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  }
+  text = text.substr(0, std::min(text.find('\0'), kMaxStringKey - 1));
+  return std::string(text);
+}
+
+}  // namespace
+
+void Histogram::Clear() {
+  entries_.clear();
+  hits_ = drops_ = 0;
+}
+
+void Histogram::Add(const filter::RecordContext& context) {
+  ++hits_;
+  Entry probe;
+  std::string key;
+  for (const HistField& k : spec_.keys) {
+    uint64_t number = 0;
+    std::string text;
+    if (k.field.is_string()) {
+      text = StringOf(k.field, context);
+      key.append(text).push_back('\0');
+    } else {
+      number = NumberOf(k.field, context);
+      if (k.flag == HistFlag::kLog2) number = number <= 1 ? 0 : std::bit_width(number - 1);
+      if (k.flag == HistFlag::kBuckets) number = number / k.buckets * k.buckets;
+      key.append(reinterpret_cast<const char*>(&number), sizeof(number));
+    }
+    probe.numbers.push_back(number);
+    probe.strings.push_back(std::move(text));
+  }
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    if (entries_.size() >= spec_.size) {
+      ++drops_;
+      return;
+    }
+    probe.sums.assign(spec_.vals.size(), 0);
+    probe.comm = std::string(context.comm);
+    it = entries_.emplace(std::move(key), std::move(probe)).first;
+  }
+  Entry& e = it->second;
+  ++e.hits;
+  for (size_t i = 0; i < spec_.vals.size(); ++i) e.sums[i] += NumberOf(spec_.vals[i].field, context);
+}
+
+std::string Histogram::KeyText(const Entry& e) const {
+  std::string out = "{ ";
+  for (size_t i = 0; i < spec_.keys.size(); ++i) {
+    const HistField& k = spec_.keys[i];
+    if (i) out += ", ";
+    out += k.name + ": ";
+    const uint64_t n = e.numbers[i];
+    if (k.field.is_string()) {
+      out += fmt::format("{:<50}", e.strings[i]);
+    } else if (k.flag == HistFlag::kHex) {
+      out += fmt::format("{:x}", n);
+    } else if (k.flag == HistFlag::kExecname) {
+      out += fmt::format("{:<16}[{:>10}]", e.comm, n);
+    } else if (k.flag == HistFlag::kLog2) {
+      out += fmt::format("~ 2^{:<2}", n);
+    } else if (k.flag == HistFlag::kBuckets) {
+      out += fmt::format("~ {}-{}", n, n + k.buckets - 1);
+    } else {
+      out += fmt::format("{:>10}", n);
+    }
+  }
+  return out + " }";
+}
+
+std::string Histogram::Render() const {
+  std::vector<const Entry*> sorted;
+  for (const auto& [_, e] : entries_) sorted.push_back(&e);
+  auto column = [&](const Entry& e, int index, int* order) -> std::pair<uint64_t, const std::string*> {
+    if (index == 0) return {e.hits, nullptr};
+    size_t v = static_cast<size_t>(index) - 1;
+    if (v < spec_.vals.size()) return {e.sums[v], nullptr};
+    size_t k = v - spec_.vals.size();
+    *order = spec_.keys[k].field.is_string() ? 1 : 0;
+    return {e.numbers[k], &e.strings[k]};
+  };
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const Entry* a, const Entry* b) {
+    for (const SortKey& s : spec_.sort) {
+      int is_string = 0;
+      auto [an, as] = column(*a, s.index, &is_string);
+      auto [bn, bs] = column(*b, s.index, &is_string);
+      int cmp = is_string ? as->compare(*bs) : (an < bn ? -1 : an > bn ? 1 : 0);
+      if (cmp != 0) return s.descending ? cmp > 0 : cmp < 0;
+    }
+    return false;
+  });
+  std::string out = "# event histogram\n#\n# trigger info: " + HistInfo(spec_, paused_) + "#\n\n";
+  for (const Entry* e : sorted) {
+    out += KeyText(*e) + fmt::format(" hitcount: {:>10}", e->hits);
+    for (size_t i = 0; i < spec_.vals.size(); ++i) {
+      const bool hex = spec_.vals[i].flag == HistFlag::kHex;
+      out += fmt::format("  {}: ", spec_.vals[i].name) +
+             (hex ? fmt::format("{:>10x}", e->sums[i]) : fmt::format("{:>10}", e->sums[i]));
+    }
+    out += "\n";
+  }
+  out += fmt::format("\nTotals:\n    Hits: {}\n    Entries: {}\n    Dropped: {}\n", hits_, entries_.size(), drops_);
+  return out;
+}
+
+}  // namespace udiag::trigger

@@ -1,0 +1,120 @@
+#include "trigger/hist.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace udiag::trigger {
+namespace {
+
+// "u32 seq; u64 bytes; char[8] name", after the 8-byte common header.
+std::vector<schema::Field> Fields() {
+  std::vector<schema::Field> f(3);
+  f[0] = {"u32", "seq", schema::FieldKind::kInteger, 8, 4, false, false};
+  f[1] = {"u64", "bytes", schema::FieldKind::kInteger, 12, 8, false, false};
+  f[2] = {"char[8]", "name", schema::FieldKind::kInteger, 20, 8, false, true};
+  return f;
+}
+
+std::vector<uint8_t> Record(uint32_t pid, uint32_t seq, uint64_t bytes, const char* name) {
+  std::vector<uint8_t> r(28, 0);
+  std::memcpy(r.data() + 4, &pid, 4);
+  std::memcpy(r.data() + 8, &seq, 4);
+  std::memcpy(r.data() + 12, &bytes, 8);
+  std::memcpy(r.data() + 20, name, std::min<size_t>(strlen(name), 8));
+  return r;
+}
+
+HistSpec Parsed(std::string_view param) {
+  HistSpec spec;
+  EXPECT_EQ(ParseHist(param, Fields(), &spec), 0) << param;
+  return spec;
+}
+
+TEST(HistParse, InfoAsTheKernelPrintsIt) {
+  EXPECT_EQ(HistInfo(Parsed("keys=seq"), false), "hist:keys=seq:vals=hitcount:sort=hitcount:size=2048 [active]\n");
+  EXPECT_EQ(HistInfo(Parsed("key=common_pid.execname:val=hitcount,bytes:sort=bytes.descending,common_pid:size=100"), true),
+            "hist:keys=common_pid.execname:vals=hitcount,bytes:sort=bytes.descending,common_pid.execname:size=128 [paused]\n");
+  HistSpec named = Parsed("name=foo:keys=seq.hex,name:values=bytes.hex:sort=seq");
+  named.filter = "seq > 1";
+  EXPECT_EQ(HistInfo(named, false),
+            "hist:name=foo:keys=seq.hex,name:vals=hitcount,bytes.hex:sort=seq.hex:size=2048 if seq > 1 [active]\n");
+  EXPECT_EQ(HistInfo(Parsed("keys=bytes.buckets=100,CPU"), false),
+            "hist:keys=bytes.buckets=100,common_cpu:vals=hitcount:sort=hitcount:size=2048 [active]\n");
+}
+
+TEST(HistParse, Errors) {
+  HistSpec spec;
+  for (std::string_view bad : {"", "vals=bytes", "keys=nosuch", "keys=seq.bogus", "keys=seq:vals=name",
+                               "keys=seq:vals=seq.log2", "keys=name.hex", "keys=seq:sort=nosuch",
+                               "keys=seq:sort=seq.up", "keys=seq:size=64", "keys=seq:size=262144",
+                               "keys=seq:size=x", "keys=seq,bytes,name,common_pid", "keys=seq:vals=seq,bytes,common_pid",
+                               "keys=seq:sort=hitcount,seq,hitcount", "keys=seq:x=$y", "keys=seq:onmax(seq).save(seq)",
+                               "keys=seq.buckets=0"}) {
+    EXPECT_EQ(ParseHist(bad, Fields(), &spec), EINVAL) << bad;
+  }
+}
+
+TEST(HistParse, SameHistIgnoresSizeAndControl) {
+  EXPECT_TRUE(SameHist(Parsed("keys=seq:size=128"), Parsed("keys=seq:pause")));
+  EXPECT_FALSE(SameHist(Parsed("keys=seq"), Parsed("keys=seq.hex")));
+  EXPECT_FALSE(SameHist(Parsed("keys=seq"), Parsed("keys=seq:sort=hitcount.descending")));
+}
+
+void Add(Histogram& h, std::vector<uint8_t> record, std::string_view comm = "app") { h.Add({record, 1, comm}); }
+
+TEST(HistRender, KernelLayout) {
+  Histogram h(Parsed("keys=seq:vals=bytes"));
+  Add(h, Record(7, 3, 100, "a"));
+  Add(h, Record(7, 3, 50, "a"));
+  Add(h, Record(7, 12345, 1, "a"));
+  EXPECT_EQ(h.Render(),
+            "# event histogram\n"
+            "#\n"
+            "# trigger info: hist:keys=seq:vals=hitcount,bytes:sort=hitcount:size=2048 [active]\n"
+            "#\n"
+            "\n"
+            "{ seq:      12345 } hitcount:          1  bytes:          1\n"
+            "{ seq:          3 } hitcount:          2  bytes:        150\n"
+            "\n"
+            "Totals:\n"
+            "    Hits: 3\n"
+            "    Entries: 2\n"
+            "    Dropped: 0\n");
+}
+
+TEST(HistRender, Modifiers) {
+  Histogram h(Parsed("keys=common_pid.execname,seq.hex,bytes.log2:sort=seq"));
+  Add(h, Record(1877, 0x2a, 1000, "a"), "rtkit-daemon");
+  Add(h, Record(2976, 0x10, 3, "a"), "gdbus");
+  std::string out = h.Render();
+  EXPECT_NE(out.find("{ common_pid: gdbus           [      2976], seq: 10, bytes: ~ 2^2  } hitcount:          1\n"
+                     "{ common_pid: rtkit-daemon    [      1877], seq: 2a, bytes: ~ 2^10 } hitcount:          1\n"),
+            std::string::npos)
+      << out;
+}
+
+TEST(HistRender, StringsBucketsAndDescending) {
+  Histogram h(Parsed("keys=name,bytes.buckets=100:sort=bytes.descending"));
+  Add(h, Record(1, 0, 150, "get"));
+  Add(h, Record(1, 0, 420, "put"));
+  std::string out = h.Render();
+  EXPECT_NE(out.find("{ name: put                                               , bytes: ~ 400-499 } hitcount:          1\n"
+                     "{ name: get                                               , bytes: ~ 100-199 } hitcount:          1\n"),
+            std::string::npos)
+      << out;
+}
+
+TEST(HistRender, FullMapDropsNewKeys) {
+  Histogram h(Parsed("keys=seq:size=128"));
+  for (uint32_t i = 0; i < 130; ++i) Add(h, Record(1, i, 0, ""));
+  Add(h, Record(1, 0, 0, ""));  // an existing key still counts
+  std::string out = h.Render();
+  EXPECT_NE(out.find("Totals:\n    Hits: 131\n    Entries: 128\n    Dropped: 2\n"), std::string::npos) << out;
+  h.Clear();
+  EXPECT_NE(h.Render().find("    Hits: 0\n    Entries: 0\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace udiag::trigger
