@@ -17,24 +17,40 @@ std::string_view Stripped(std::string_view text) {
   return text.substr(start, end - start + 1);
 }
 
+int CompileFilter(const std::string& text, const Event& event, filter::Filter* out) {
+  if (text.empty()) return 0;
+  filter::ParseError error;
+  return filter::Compile(text, event.desc.fields, out, &error) == 0 ? 0 : EINVAL;
+}
+
+bool Passes(const filter::Filter& filter, bool has_filter, const EntryMeta& meta, std::span<const uint8_t> record,
+            const CommLookup& comm, std::string* name) {
+  if (!has_filter) return true;
+  if (filter.needs_comm() && comm && name->empty()) *name = comm(meta.tid);
+  return filter.Matches({record, meta.cpu, *name});
+}
+
 }  // namespace
 
-int EventTriggers::Write(InstanceSet& set, Instance& instance, Event& event, std::string_view text,
+int EventTriggers::Write(InstanceSet& set, Instance& instance, Event& event, std::string_view text, bool append,
                          EventRegistry& registry) {
   if (text.size() > filter::kMaxFilterText) return EINVAL;
+  size_t index = event.id - EventRegistry::kFirstId;
+  if (index >= slots_.size()) slots_.resize(index + 1);
+  Slot& slot = slots_[index];
+  if (!append) RemoveHists(set, instance, event, slot);
   std::string_view command = Stripped(text);
   if (command.empty()) return 0;
   Trigger t;
   if (int err = trigger::Parse(command, &t.spec)) return err;
+  if (t.spec.command == trigger::Command::kHist) return WriteHist(set, instance, event, t.spec, slot);
   const bool targets = t.spec.command == trigger::Command::kEnableEvent ||
                        t.spec.command == trigger::Command::kDisableEvent;
   if (targets) {
     t.target = registry.FindByTracepoint(t.spec.system, t.spec.event);
     if (!t.target) return EINVAL;  // as the kernel's find_event_file failing
   }
-  size_t slot = event.id - EventRegistry::kFirstId;
-  if (slot >= triggers_.size()) triggers_.resize(slot + 1);
-  std::vector<Trigger>& list = triggers_[slot];
+  std::vector<Trigger>& list = slot.triggers;
   auto same = std::find_if(list.begin(), list.end(), [&](const Trigger& o) { return trigger::SameKind(o.spec, t.spec); });
   if (t.spec.remove) {
     if (same != list.end()) {
@@ -44,10 +60,7 @@ int EventTriggers::Write(InstanceSet& set, Instance& instance, Event& event, std
     }
     return 0;
   }
-  if (!t.spec.filter.empty()) {
-    filter::ParseError error;
-    if (filter::Compile(t.spec.filter, event.desc.fields, &t.filter, &error) != 0) return EINVAL;
-  }
+  if (int err = CompileFilter(t.spec.filter, event, &t.filter)) return err;
   if (same != list.end()) return EEXIST;
   t.count = t.spec.count;
   // A triggering event fires whether or not it is enabled (the kernel's soft
@@ -59,25 +72,74 @@ int EventTriggers::Write(InstanceSet& set, Instance& instance, Event& event, std
   return 0;
 }
 
+int EventTriggers::WriteHist(InstanceSet& set, Instance& instance, Event& event, const trigger::Spec& spec,
+                             Slot& slot) {
+  trigger::HistSpec hist;
+  if (int err = trigger::ParseHist(spec.param, event.desc.fields, &hist)) return err;
+  hist.filter = spec.filter;
+  filter::Filter filter;
+  if (int err = CompileFilter(hist.filter, event, &filter)) return err;
+  auto same = std::find_if(slot.hists.begin(), slot.hists.end(),
+                           [&](const HistTrigger& h) { return trigger::SameHist(h.hist.spec(), hist); });
+  if (spec.remove) {
+    if (same != slot.hists.end()) {
+      slot.hists.erase(same);
+      set.SetSoftMode(instance, &event, false);
+    }
+    return 0;
+  }
+  if (same != slot.hists.end()) {
+    switch (hist.control) {
+      case trigger::HistControl::kPause: same->hist.set_paused(true); return 0;
+      case trigger::HistControl::kCont: same->hist.set_paused(false); return 0;
+      case trigger::HistControl::kClear: same->hist.Clear(); return 0;
+      case trigger::HistControl::kNone: return EEXIST;
+    }
+  }
+  if (hist.control == trigger::HistControl::kCont || hist.control == trigger::HistControl::kClear) return ENOENT;
+  const bool paused = hist.control == trigger::HistControl::kPause;
+  slot.hists.push_back({trigger::Histogram(std::move(hist)), std::move(filter)});
+  slot.hists.back().hist.set_paused(paused);
+  set.SetSoftMode(instance, &event, true);
+  return 0;
+}
+
 void EventTriggers::Release(InstanceSet& set, Instance& instance, Event& event, const Trigger& t) {
   if (t.target) set.SetSoftMode(instance, t.target, false);
   set.SetSoftMode(instance, &event, false);
 }
 
+void EventTriggers::RemoveHists(InstanceSet& set, Instance& instance, Event& event, Slot& slot) {
+  for (size_t i = 0; i < slot.hists.size(); ++i) set.SetSoftMode(instance, &event, false);
+  slot.hists.clear();
+}
+
 void EventTriggers::Clear(InstanceSet& set, Instance& instance) {
-  for (size_t slot = 0; slot < triggers_.size(); ++slot) {
-    std::vector<Trigger> list = std::move(triggers_[slot]);
-    triggers_[slot].clear();
+  for (size_t index = 0; index < slots_.size(); ++index) {
+    Slot slot = std::move(slots_[index]);
+    slots_[index] = Slot{};
+    if (slot.triggers.empty() && slot.hists.empty()) continue;
     // Held by the triggers' soft mode, the event is still registered.
-    Event* event = set.registry().FindById(static_cast<uint32_t>(slot + EventRegistry::kFirstId));
-    for (const Trigger& t : list) Release(set, instance, *event, t);
+    Event* event = set.registry().FindById(static_cast<uint32_t>(index + EventRegistry::kFirstId));
+    for (const Trigger& t : slot.triggers) Release(set, instance, *event, t);
+    RemoveHists(set, instance, *event, slot);
   }
 }
 
 std::string EventTriggers::Read(const Event& event) const {
   if (!Has(event)) return std::string(trigger::AvailableTriggers());
+  const Slot& slot = slots_[event.id - EventRegistry::kFirstId];
   std::string out;
-  for (const Trigger& t : triggers_[event.id - EventRegistry::kFirstId]) out += trigger::ListingLine(t.spec, t.count);
+  for (const Trigger& t : slot.triggers) out += trigger::ListingLine(t.spec, t.count);
+  for (const HistTrigger& h : slot.hists) out += trigger::HistInfo(h.hist.spec(), h.hist.paused());
+  return out;
+}
+
+std::string EventTriggers::ReadHist(const Event& event) const {
+  size_t index = event.id - EventRegistry::kFirstId;
+  std::string out;
+  if (index >= slots_.size()) return out;
+  for (const HistTrigger& h : slots_[index].hists) out += (out.empty() ? "" : "\n\n") + h.hist.Render();
   return out;
 }
 
@@ -95,6 +157,7 @@ bool EventTriggers::Act(Instance& instance, Trigger& t) {
       instance.TakeSnapshot();
       break;
     case trigger::Command::kStacktrace:
+    case trigger::Command::kHist:  // kept apart, in hists
       break;  // no stack to give: counted, nothing written (docs/compat.md)
     case trigger::Command::kEnableEvent:
     case trigger::Command::kDisableEvent: {
@@ -109,13 +172,16 @@ bool EventTriggers::Act(Instance& instance, Trigger& t) {
 
 void EventTriggers::Fire(Instance& instance, const Event& event, const EntryMeta& meta,
                          std::span<const uint8_t> record, const CommLookup& comm) {
-  for (Trigger& t : triggers_[event.id - EventRegistry::kFirstId]) {
-    if (!t.spec.filter.empty()) {
-      std::string name;
-      if (t.filter.needs_comm() && comm) name = comm(meta.tid);
-      if (!t.filter.Matches({record, meta.cpu, name})) continue;
-    }
+  Slot& slot = slots_[event.id - EventRegistry::kFirstId];
+  std::string name;  // looked up once, when a filter or .execname needs it
+  for (Trigger& t : slot.triggers) {
+    if (!Passes(t.filter, !t.spec.filter.empty(), meta, record, comm, &name)) continue;
     if (Act(instance, t) && t.count != trigger::kUnlimited) --t.count;
+  }
+  for (HistTrigger& h : slot.hists) {
+    if (h.hist.paused() || !Passes(h.filter, !h.hist.spec().filter.empty(), meta, record, comm, &name)) continue;
+    if (name.empty() && comm) name = comm(meta.tid);
+    h.hist.Add({record, meta.cpu, name});
   }
 }
 

@@ -14,6 +14,7 @@
 #include "service/event_filters.h"
 #include "service/event_registry.h"
 #include "service/trace_buffer.h"
+#include "trigger/hist.h"
 #include "trigger/trigger.h"
 
 namespace udiag::service {
@@ -25,17 +26,24 @@ class EventTriggers {
  public:
   // A write to events/<system>/<event>/trigger of `instance`: one command,
   // or "!command" to remove one. Returns 0, EINVAL (bad command, filter or
-  // target event) or EEXIST (that kind of trigger is there already).
-  // Removing a trigger that is not there succeeds, as in the kernel.
-  int Write(InstanceSet& set, Instance& instance, Event& event, std::string_view text, EventRegistry& registry);
-  // What the file reads: the triggers, newest first, or the available commands.
+  // target event), EEXIST (that kind of trigger, or that histogram, is there
+  // already) or ENOENT (hist :cont or :clear of no such histogram).
+  // Removing a trigger that is not there succeeds, as in the kernel. A
+  // truncating write (`append` false) first removes the event's histograms,
+  // as opening the kernel's file with O_TRUNC does.
+  int Write(InstanceSet& set, Instance& instance, Event& event, std::string_view text, bool append,
+            EventRegistry& registry);
+  // What the file reads: the triggers, newest first, then the histograms in
+  // the order they were made; or the available commands.
   std::string Read(const Event& event) const;
+  // What events/<system>/<event>/hist reads: each histogram's table.
+  std::string ReadHist(const Event& event) const;
   // Removes every trigger (the instance goes away).
   void Clear(InstanceSet& set, Instance& instance);
 
   bool Has(const Event& event) const {
     size_t slot = event.id - EventRegistry::kFirstId;
-    return slot < triggers_.size() && !triggers_[slot].empty();
+    return slot < slots_.size() && (!slots_[slot].triggers.empty() || !slots_[slot].hists.empty());
   }
   // Runs the event's triggers for one record (Has() first: this is the slow path).
   void Fire(Instance& instance, const Event& event, const EntryMeta& meta, std::span<const uint8_t> record,
@@ -48,10 +56,20 @@ class EventTriggers {
     filter::Filter filter;
     Event* target = nullptr;  // enable_event/disable_event
   };
+  struct HistTrigger {
+    trigger::Histogram hist;
+    filter::Filter filter;
+  };
+  struct Slot {
+    std::vector<Trigger> triggers;  // newest first
+    std::vector<HistTrigger> hists;  // oldest first
+  };
+  int WriteHist(InstanceSet& set, Instance& instance, Event& event, const trigger::Spec& spec, Slot& slot);
   // Whether `t` acts on this record given the instance's state now.
   static bool Act(Instance& instance, Trigger& t);
   void Release(InstanceSet& set, Instance& instance, Event& event, const Trigger& t);
-  std::vector<std::vector<Trigger>> triggers_;  // by event id - kFirstId, newest first
+  void RemoveHists(InstanceSet& set, Instance& instance, Event& event, Slot& slot);
+  std::vector<Slot> slots_;  // by event id - kFirstId
 };
 
 }  // namespace udiag::service

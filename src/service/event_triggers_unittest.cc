@@ -155,5 +155,48 @@ TEST_F(EventTriggersTest, DisableEventAndSnapshotPerInstance) {
   EXPECT_EQ(Read("user_events_status"), "foo\nbar\n\nActive: 2\nBusy: 0\n");
 }
 
+TEST_F(EventTriggersTest, HistCountsAndControls) {
+  const char* hist = "events/user_events/foo/hist";
+  EXPECT_EQ(Read(hist), "");
+  ASSERT_EQ(Write(kFooTrigger, "hist:keys=seq:sort=seq if seq < 100"), 0);
+  EXPECT_EQ(Read("events/user_events/foo/enable"), "0*\n");
+  EXPECT_EQ(Write(kFooTrigger, "hist:keys=seq:sort=seq if seq < 100"), EEXIST);
+  EXPECT_EQ(Write(kFooTrigger, "hist:keys=seq:cont"), ENOENT);  // not the same histogram: no filter
+  EXPECT_EQ(Write(kFooTrigger, "hist:keys=seq:clear"), ENOENT);
+  EXPECT_EQ(Write(kFooTrigger, "hist:keys=nosuch"), EINVAL);
+  Emit(foo_, 2);
+  Emit(foo_, 1);
+  Emit(foo_, 2);
+  Emit(foo_, 200);  // filtered out
+  EXPECT_EQ(Read(hist),
+            "# event histogram\n#\n# trigger info: hist:keys=seq:vals=hitcount:sort=seq:size=2048 if seq < 100 [active]\n#\n\n"
+            "{ seq:          1 } hitcount:          1\n"
+            "{ seq:          2 } hitcount:          2\n"
+            "\nTotals:\n    Hits: 3\n    Entries: 2\n    Dropped: 0\n");
+  ASSERT_EQ(Write(kFooTrigger, "hist:keys=seq:sort=seq:pause if seq < 100"), 0);
+  EXPECT_EQ(Read(kFooTrigger), "hist:keys=seq:vals=hitcount:sort=seq:size=2048 if seq < 100 [paused]\n");
+  Emit(foo_, 3);
+  EXPECT_EQ(Read(hist).find("seq:          3"), std::string::npos);
+  ASSERT_EQ(Write(kFooTrigger, "hist:keys=seq:sort=seq:clear if seq < 100"), 0);
+  EXPECT_NE(Read(hist).find("    Hits: 0\n"), std::string::npos);
+  // A second histogram, and a truncating write removes both.
+  ASSERT_EQ(Write(kFooTrigger, "hist:keys=common_pid.execname"), 0);
+  EXPECT_NE(Read(hist).find("\n\n\n# event histogram\n"), std::string::npos);
+  ASSERT_EQ(tree_.Write(kFooTrigger, "traceon", false, kRoot), 0);
+  EXPECT_EQ(Read(kFooTrigger), "traceon:unlimited\n");
+  EXPECT_EQ(Read(hist), "");
+  ASSERT_EQ(Write(kFooTrigger, "!traceon"), 0);
+  EXPECT_EQ(Read("events/user_events/foo/enable"), "0\n");
+}
+
+TEST_F(EventTriggersTest, HistRemovalNamesTheWholeHistogram) {
+  ASSERT_EQ(Write(kFooTrigger, "hist:keys=seq if seq > 1"), 0);
+  ASSERT_EQ(Write(kFooTrigger, "!hist:keys=seq"), 0);  // another histogram (no filter): nothing removed
+  EXPECT_NE(Read(kFooTrigger).find("hist:keys=seq"), std::string::npos);
+  ASSERT_EQ(Write(kFooTrigger, "!hist:keys=seq if seq > 1"), 0);
+  EXPECT_EQ(Read(kFooTrigger).substr(0, 1), "#");
+  EXPECT_EQ(Read("user_events_status"), "foo\nbar\n\nActive: 2\nBusy: 0\n");
+}
+
 }  // namespace
 }  // namespace udiag::service

@@ -18,7 +18,7 @@ enum class Node {
   kRoot, kInstancesDir, kOptionsDir, kPerCpuDir, kCpuDir, kEventsDir, kSystemDir, kEventDir,  // directories
   kDynamicEvents, kStatus, kAvailableEvents, kSetEvent, kTrace, kTracePipe, kTracingOn,
   kBufferSizeKb, kTraceClock, kEventsMax, kEnable, kFormat, kId, kOverwrite, kSnapshot, kStats,
-  kBlockingTimeoutMs, kReadme, kDataFile, kUsdtProbe, kFilter, kErrorLog, kTrigger,
+  kBlockingTimeoutMs, kReadme, kDataFile, kUsdtProbe, kFilter, kErrorLog, kTrigger, kHist,
 };
 
 struct TracefsTree::Resolved {
@@ -38,7 +38,7 @@ constexpr const char* kReadmeText =
     "  user_events_data     register (DIAG_IOCSREG) and write events (with the udiag preload)\n"
     "  user_events_status   registered events and what traces them\n"
     "  dynamic_events       u:<name> <fields> creates, -:<name> deletes\n"
-    "  events/<system>/<event>/{enable,filter,format,id,trigger}  events/<system>/{enable,filter}\n"
+    "  events/<system>/<event>/{enable,filter,format,hist,id,trigger}  events/<system>/{enable,filter}\n"
     "  trace  trace_pipe  tracing_on  buffer_size_kb  set_event  error_log  instances/\n"
     "See docs/cli.md and docs/compat.md of udiag.\n";
 
@@ -62,7 +62,7 @@ constexpr FileSpec kRootFiles[] = {
 };
 constexpr FileSpec kEventFiles[] = {
     {"enable", Node::kEnable}, {"filter", Node::kFilter}, {"format", Node::kFormat},
-    {"id", Node::kId},         {"trigger", Node::kTrigger}};
+    {"hist", Node::kHist},     {"id", Node::kId}, {"trigger", Node::kTrigger}};
 
 bool IsDirectory(Node n) { return n <= Node::kEventDir; }
 
@@ -233,6 +233,8 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
       return inst.error_log().Text();
     case Node::kTrigger:
       return inst.triggers().Read(*r->event);
+    case Node::kHist:
+      return inst.triggers().ReadHist(*r->event);
   }
   return base::Errno{EINVAL};
 }
@@ -367,7 +369,7 @@ int TracefsTree::Write(std::string_view path, std::string_view text, bool append
       if (r->event) return inst.filters().Write(*r->event, text, &inst.error_log());
       return inst.filters().WriteSystem(SystemEvents(r->system), text, &inst.error_log());
     case Node::kTrigger:
-      return inst.triggers().Write(*instances_, inst, *r->event, text, *registry_);
+      return inst.triggers().Write(*instances_, inst, *r->event, text, append, *registry_);
     case Node::kErrorLog:
       if (!append) inst.error_log().Clear();  // opening with O_TRUNC clears, as ftrace
       return 0;

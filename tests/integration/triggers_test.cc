@@ -69,5 +69,23 @@ TEST_F(TriggersTest, EnableEventTurnsASoftDisabledEventOnInAnInstance) {
   EXPECT_EQ(SeqsOf(Read("trace"), "ttest"), Range(0, 0));  // the top instance enables nothing
 }
 
+TEST_F(TriggersTest, HistAggregatesEveryProducersEvents) {
+  ASSERT_EQ(client_->Write("events/user_events/ttest/trigger", "hist:keys=seq.buckets=25:sort=seq if seq < 90", false), 0);
+  Produce(100);
+  Produce(100);
+  EXPECT_EQ(Read("events/user_events/ttest/hist"),
+            "# event histogram\n#\n"
+            "# trigger info: hist:keys=seq.buckets=25:vals=hitcount:sort=seq.buckets=25:size=2048 if seq < 90 [active]\n"
+            "#\n\n"
+            "{ seq: ~ 0-24 } hitcount:         50\n"
+            "{ seq: ~ 25-49 } hitcount:         50\n"
+            "{ seq: ~ 50-74 } hitcount:         50\n"
+            "{ seq: ~ 75-99 } hitcount:         30\n"
+            "\nTotals:\n    Hits: 180\n    Entries: 4\n    Dropped: 0\n");
+  // The event was never enabled: it fired for the histogram only.
+  EXPECT_EQ(Read("events/user_events/ttest/enable"), "0*\n");
+  EXPECT_EQ(SeqsOf(Read("trace"), "ttest"), Range(0, 0));
+}
+
 }  // namespace
 }  // namespace udiag::integration
