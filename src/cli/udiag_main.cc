@@ -15,6 +15,7 @@
 #include "cli/bpftrace_command.h"
 #include "cli/cli_support.h"
 #include "cli/export_command.h"
+#include "cli/hist_command.h"
 #include "cli/mark_command.h"
 #include "cli/mmiotrace_command.h"
 #include "cli/mount_command.h"
@@ -84,6 +85,7 @@ struct CommandLine {
   cli::RecordOptions record;
   cli::ExportOptions export_options;
   cli::BpftraceOptions bpftrace;
+  cli::HistOptions hist;
   std::string format;  // record's and convert's --format
   bool json = false;   // report's --json
   std::vector<std::string> command;  // run's COMMAND
@@ -184,6 +186,31 @@ void AddTraceCommand(CLI::App& app, CommandLine& line) {
     line.run = [&](const std::string& dir) {
       line.trace.dir = dir;
       return cli::Trace(line.trace);
+    };
+  });
+}
+
+void AddHistCommand(CLI::App& app, CommandLine& line) {
+  CLI::App* hist = AddCommand(
+      app, line, "hist", "Count an event's hits by key (an ftrace hist trigger), alone or while a command runs",
+      "Sets 'hist:keys=KEY[:vals=VAL][:sort=SORT] [if FILTER]' on EVENT in an instance of its own\n"
+      "(instances/hist-<pid>, removed when udiag exits) and prints its hist file in the kernel's\n"
+      "layout when COMMAND exits (with its status) or, without COMMAND, on Ctrl-C or SIGTERM.\n"
+      "KEY and VAL are the event's fields with the modifiers .hex .log2 .buckets=N .execname\n"
+      "(docs/triggers.md). The event may be registered after udiag starts (by COMMAND).\n"
+      "If no udiagd is running, a private one is started for the duration.\n"
+      "Example: udiag hist -e http_request -k status -v latency_ns --sort latency_ns.descending -- ./server");
+  hist->add_option("-e,--event", line.hist.event, "EVENT: 'name' or 'system:name'")->required();
+  hist->add_option("-k,--keys", line.hist.keys, "Key fields (repeatable, or comma-separated)")->required();
+  hist->add_option("-v,--vals", line.hist.vals, "Value fields to sum (repeatable, or comma-separated)");
+  hist->add_option("--sort", line.hist.sort, "Sort fields: hitcount (default), a key or a value, .descending");
+  hist->add_option("-f,--filter", line.hist.filter, "Count only events passing this ftrace filter");
+  hist->add_flag("--json", line.hist.json, "Print the table as JSON");
+  hist->add_option("COMMAND", line.hist.command, "Command to run (put it after `--`)");
+  hist->callback([&] {
+    line.run = [&](const std::string& dir) {
+      line.hist.dir = dir;
+      return cli::Hist(line.hist);
     };
   });
 }
@@ -411,6 +438,7 @@ int main(int argc, char** argv) {
   AddEnableCommand(app, line, /*enable=*/true);
   AddEnableCommand(app, line, /*enable=*/false);
   AddTraceCommand(app, line);
+  AddHistCommand(app, line);
   AddRecordCommands(app, line);
   AddExportCommand(app, line);
   AddMountCommands(app, line);
