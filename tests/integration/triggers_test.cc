@@ -31,6 +31,12 @@ class TriggersTest : public PrivateDaemonTest {
   void Produce(uint32_t count) {
     ASSERT_EQ(RunProgram({Bin("hammer_producer"), "ttest", std::to_string(count)}, {.udiag_dir = dir_}), 0);
   }
+  // What udiag printed, without the line hammer_producer adds to the same stdout.
+  static std::string UdiagOutput(const std::string& path) {
+    std::string text = ReadFileText(path);
+    if (size_t at = text.find("enabled\n"); at != std::string::npos) text.erase(at, 8);
+    return text;
+  }
   static std::map<uint32_t, int> Range(uint32_t first, uint32_t end) {
     std::map<uint32_t, int> out;
     for (uint32_t s = first; s < end; ++s) out[s] = 1;
@@ -85,6 +91,42 @@ TEST_F(TriggersTest, HistAggregatesEveryProducersEvents) {
   // The event was never enabled: it fired for the histogram only.
   EXPECT_EQ(Read("events/user_events/ttest/enable"), "0*\n");
   EXPECT_EQ(SeqsOf(Read("trace"), "ttest"), Range(0, 0));
+}
+
+TEST_F(TriggersTest, UdiagHistPrintsTheTableWhenTheCommandEnds) {
+  TempDir tmp;
+  const std::string out = tmp.path() + "/hist.txt", err = tmp.path() + "/err.txt";
+  int status = RunProgram({Bin("udiag"), "hist", "-e", "user_events:ttest", "-k", "seq.buckets=50", "-v", "seq",
+                           "--filter", "seq >= 20", "--", Bin("hammer_producer"), "ttest", "100"},
+                          {.udiag_dir = dir_, .stdout_path = out, .stderr_path = err});
+  ASSERT_EQ(status, 0) << ReadFileText(err);
+  EXPECT_EQ(UdiagOutput(out),
+            "# event histogram\n#\n"
+            "# trigger info: hist:keys=seq.buckets=50:vals=hitcount,seq:sort=hitcount:size=2048 if seq >= 20 [active]\n"
+            "#\n\n"
+            "{ seq: ~ 0-49 } hitcount:         30  seq:       1035\n"
+            "{ seq: ~ 50-99 } hitcount:         50  seq:       3725\n"
+            "\nTotals:\n    Hits: 80\n    Entries: 2\n    Dropped: 0\n");
+  // Its instance went with it.
+  EXPECT_EQ(Read("user_events_status"), "ttest\n\nActive: 1\nBusy: 0\n");
+
+  status = RunProgram({Bin("udiag"), "hist", "-e", "ttest", "-k", "seq.bogus", "--", "true"},
+                      {.udiag_dir = dir_, .stderr_path = err});
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(ReadFileText(err).find("EINVAL"), std::string::npos) << ReadFileText(err);
+}
+
+TEST_F(TriggersTest, UdiagHistJson) {
+  TempDir tmp;
+  const std::string out = tmp.path() + "/hist.json";
+  ASSERT_EQ(RunProgram({Bin("udiag"), "hist", "-e", "ttest", "-k", "seq.log2", "--sort", "seq", "--json", "--",
+                        Bin("hammer_producer"), "ttest", "4"},
+                       {.udiag_dir = dir_, .stdout_path = out}),
+            0);
+  EXPECT_EQ(UdiagOutput(out),
+            "[{\"trigger\": \"hist:keys=seq.log2:vals=hitcount:sort=seq.log2:size=2048 [active]\", \"entries\": "
+            "[{\"seq\": \"~ 2^0\", \"hitcount\": 2}, {\"seq\": \"~ 2^1\", \"hitcount\": 1}, "
+            "{\"seq\": \"~ 2^2\", \"hitcount\": 1}], \"totals\": {\"hits\": 4, \"entries\": 3, \"dropped\": 0}}]\n");
 }
 
 }  // namespace
