@@ -91,6 +91,16 @@ def tracefs():
                "minstances/foo", "winstances/foo/events/user_events/req/filter\t(status == 1",
                "Rinstances/foo/error_log", "werror_log\t", "wevents/user_events/filter\t0"]
     seed("tracefs_write_fuzzer", "filters", "\0".join(filters))
+    triggers = ["adynamic_events\tu:req u32 status; __rel_loc char[] path\nu:tick u32 n\n",
+                "wevents/user_events/req/trigger\ttraceoff:3 if status >= 500\n",
+                "aevents/user_events/req/trigger\tenable_event:user_events:tick:2",
+                "aevents/user_events/req/trigger\thist:keys=path,status.log2:vals=status:sort=status.descending",
+                "aevents/user_events/req/trigger\thist:keys=common_pid.execname:size=128:pause",
+                "Revents/user_events/req/trigger", "Revents/user_events/req/hist", "Revents/user_events/tick/enable",
+                "minstances/foo", "ainstances/foo/events/user_events/tick/trigger\tsnapshot:0x10",
+                "rinstances/foo", "aevents/user_events/req/trigger\t!enable_event:user_events:tick",
+                "wevents/user_events/req/trigger\t!traceon", "wdynamic_events\t!u:tick u32 n"]
+    seed("tracefs_write_fuzzer", "triggers", "\0".join(triggers))
 
 
 def traces(trace_dir):

@@ -67,6 +67,9 @@ int ParseField(std::string_view text, const std::vector<schema::Field>& fields, 
   }
   // Values are sums: numbers only; modifiers other than .hex change a key's bucket.
   if (out->field.is_string() && (!key || out->flag != HistFlag::kNone)) return EINVAL;
+  // A number the kernel has no hist function for (a struct, an array of ints).
+  const uint32_t size = out->field.size;
+  if (out->field.cls == filter::FieldClass::kNumber && size != 1 && size != 2 && size != 4 && size != 8) return EINVAL;
   return 0;
 }
 

@@ -8,9 +8,10 @@
 namespace udiag::trigger {
 namespace {
 
-// "u32 seq; u64 bytes; char[8] name", after the 8-byte common header.
+// "u32 seq; u64 bytes; char[8] name; struct blob[3] blob", after the 8-byte common header.
 std::vector<schema::Field> Fields() {
-  std::vector<schema::Field> f(3);
+  std::vector<schema::Field> f(4);
+  f[3] = {"struct blob", "blob", schema::FieldKind::kInteger, 28, 3, false, false};
   f[0] = {"u32", "seq", schema::FieldKind::kInteger, 8, 4, false, false};
   f[1] = {"u64", "bytes", schema::FieldKind::kInteger, 12, 8, false, false};
   f[2] = {"char[8]", "name", schema::FieldKind::kInteger, 20, 8, false, true};
@@ -51,7 +52,7 @@ TEST(HistParse, Errors) {
                                "keys=seq:sort=seq.up", "keys=seq:size=64", "keys=seq:size=262144",
                                "keys=seq:size=x", "keys=seq,bytes,name,common_pid", "keys=seq:vals=seq,bytes,common_pid",
                                "keys=seq:sort=hitcount,seq,hitcount", "keys=seq:x=$y", "keys=seq:onmax(seq).save(seq)",
-                               "keys=seq.buckets=0"}) {
+                               "keys=seq.buckets=0", "keys=blob", "keys=seq:vals=blob"}) {
     EXPECT_EQ(ParseHist(bad, Fields(), &spec), EINVAL) << bad;
   }
 }
