@@ -44,9 +44,7 @@ int EventTriggers::Write(InstanceSet& set, Instance& instance, Event& event, std
   Trigger t;
   if (int err = trigger::Parse(command, &t.spec)) return err;
   if (t.spec.command == trigger::Command::kHist) return WriteHist(set, instance, event, t.spec, slot);
-  const bool targets = t.spec.command == trigger::Command::kEnableEvent ||
-                       t.spec.command == trigger::Command::kDisableEvent;
-  if (targets) {
+  if (trigger::TargetsEvent(t.spec.command)) {
     t.target = registry.FindByTracepoint(t.spec.system, t.spec.event);
     if (!t.target) return EINVAL;  // as the kernel's find_event_file failing
   }
@@ -166,6 +164,13 @@ bool EventTriggers::Act(Instance& instance, Trigger& t) {
       instance.SetSoftEnabled(t.target->id, on);
       break;
     }
+    case trigger::Command::kEnableHist:
+    case trigger::Command::kDisableHist:
+      // Every histogram of the target in this instance; counted every time, as the kernel.
+      if (size_t index = t.target->id - EventRegistry::kFirstId; index < slots_.size()) {
+        for (HistTrigger& h : slots_[index].hists) h.hist.set_paused(t.spec.command == trigger::Command::kDisableHist);
+      }
+      break;
   }
   return true;
 }

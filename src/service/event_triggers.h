@@ -54,7 +54,7 @@ class EventTriggers {
     trigger::Spec spec;
     uint64_t count = trigger::kUnlimited;  // acts left, or kUnlimited
     filter::Filter filter;
-    Event* target = nullptr;  // enable_event/disable_event
+    Event* target = nullptr;  // trigger::TargetsEvent() commands
   };
   struct HistTrigger {
     trigger::Histogram hist;
@@ -66,7 +66,7 @@ class EventTriggers {
   };
   int WriteHist(InstanceSet& set, Instance& instance, Event& event, const trigger::Spec& spec, Slot& slot);
   // Whether `t` acts on this record given the instance's state now.
-  static bool Act(Instance& instance, Trigger& t);
+  bool Act(Instance& instance, Trigger& t);
   void Release(InstanceSet& set, Instance& instance, Event& event, const Trigger& t);
   void RemoveHists(InstanceSet& set, Instance& instance, Event& event, Slot& slot);
   std::vector<Slot> slots_;  // by event id - kFirstId

@@ -198,5 +198,19 @@ TEST_F(EventTriggersTest, HistRemovalNamesTheWholeHistogram) {
   EXPECT_EQ(Read("user_events_status"), "foo\nbar\n\nActive: 2\nBusy: 0\n");
 }
 
+TEST_F(EventTriggersTest, EnableHistAndDisableHistPauseTheTargetsHistograms) {
+  ASSERT_EQ(Write("events/user_events/bar/trigger", "hist:keys=seq:pause"), 0);
+  ASSERT_EQ(Write(kFooTrigger, "enable_hist:user_events:bar:1 if seq == 1"), 0);
+  EXPECT_EQ(Write(kFooTrigger, "disable_hist:user_events:bar"), EEXIST);
+  ASSERT_EQ(Write(kFooTrigger, "disable_event:user_events:bar"), 0);  // another kind
+  Emit(bar_, 5);  // paused: not counted
+  Emit(foo_, 1);  // continues bar's histogram
+  Emit(bar_, 6);
+  EXPECT_NE(Read("events/user_events/bar/hist").find("{ seq:          6 } hitcount:          1\n"), std::string::npos);
+  EXPECT_EQ(Read("events/user_events/bar/hist").find("seq:          5"), std::string::npos);
+  EXPECT_EQ(Read(kFooTrigger),
+            "disable_event:user_events:bar:unlimited\nenable_hist:user_events:bar:count=0 if seq == 1\n");
+}
+
 }  // namespace
 }  // namespace udiag::service

@@ -18,6 +18,7 @@ constexpr CommandName kCommands[] = {
     {"traceon", Command::kTraceOn},         {"traceoff", Command::kTraceOff},
     {"snapshot", Command::kSnapshot},       {"stacktrace", Command::kStacktrace},
     {"enable_event", Command::kEnableEvent}, {"disable_event", Command::kDisableEvent},
+    {"enable_hist", Command::kEnableHist},   {"disable_hist", Command::kDisableHist},
     {"hist", Command::kHist},
 };
 
@@ -86,6 +87,11 @@ void SeparateFilter(std::string_view text, bool required, std::string_view* para
 
 }  // namespace
 
+bool TargetsEvent(Command command) {
+  return command == Command::kEnableEvent || command == Command::kDisableEvent || command == Command::kEnableHist ||
+         command == Command::kDisableHist;
+}
+
 int Parse(std::string_view text, Spec* out) {
   *out = Spec{};
   bool more = false;
@@ -104,7 +110,7 @@ int Parse(std::string_view text, Spec* out) {
   }
   if (!known) return EINVAL;
 
-  const bool targets = out->command == Command::kEnableEvent || out->command == Command::kDisableEvent;
+  const bool targets = TargetsEvent(out->command);
   std::string_view param, filter;
   bool has_param = false, has_filter = false;
   SeparateFilter(text, targets || out->command == Command::kHist, &param, &filter, &has_param, &has_filter);
@@ -133,16 +139,21 @@ int Parse(std::string_view text, Spec* out) {
 
 bool SameKind(const Spec& a, const Spec& b) {
   auto kind = [](Command c) {
-    return c == Command::kTraceOff ? Command::kTraceOn : c == Command::kDisableEvent ? Command::kEnableEvent : c;
+    switch (c) {
+      case Command::kTraceOff: return Command::kTraceOn;
+      case Command::kDisableEvent: return Command::kEnableEvent;
+      case Command::kDisableHist: return Command::kEnableHist;
+      default: return c;
+    }
   };
   if (kind(a.command) != kind(b.command)) return false;
-  if (kind(a.command) != Command::kEnableEvent) return true;
+  if (!TargetsEvent(a.command)) return true;
   return a.system == b.system && a.event == b.event;
 }
 
 std::string ListingLine(const Spec& spec, uint64_t count) {
   std::string out(NameOf(spec.command));
-  if (spec.command == Command::kEnableEvent || spec.command == Command::kDisableEvent) {
+  if (TargetsEvent(spec.command)) {
     out += fmt::format(":{}:{}", spec.system, spec.event);
   }
   out += count == kUnlimited ? std::string(":unlimited") : fmt::format(":count={}", count);

@@ -9,7 +9,12 @@
 
 namespace udiag::trigger {
 
-enum class Command : uint8_t { kTraceOn, kTraceOff, kSnapshot, kStacktrace, kEnableEvent, kDisableEvent, kHist };
+enum class Command : uint8_t {
+  kTraceOn, kTraceOff, kSnapshot, kStacktrace, kEnableEvent, kDisableEvent, kEnableHist, kDisableHist, kHist,
+};
+
+// enable_event, disable_event, enable_hist, disable_hist: SYS:EV name another event.
+bool TargetsEvent(Command command);
 
 // A count of -1 in the kernel: the trigger acts every time.
 inline constexpr uint64_t kUnlimited = UINT64_MAX;
@@ -17,7 +22,7 @@ inline constexpr uint64_t kUnlimited = UINT64_MAX;
 struct Spec {
   Command command = Command::kTraceOn;
   bool remove = false;      // "!cmd": count and filter are ignored, as the kernel does (hist aside)
-  std::string system;       // enable_event/disable_event: the target event
+  std::string system;       // TargetsEvent(): the target event
   std::string event;
   uint64_t count = kUnlimited;
   std::string filter;       // the text after "if ", or empty
@@ -30,7 +35,8 @@ int Parse(std::string_view text, Spec* out);
 
 // Whether two triggers occupy the same place on an event (adding the second
 // is EEXIST, `!` of one removes the other): the kernel's trigger_type, so
-// traceon and traceoff share one, and enable_event/disable_event one per target.
+// traceon and traceoff share one, enable_event/disable_event one per target,
+// and enable_hist/disable_hist another per target.
 bool SameKind(const Spec& a, const Spec& b);
 
 // The line reading `trigger` shows for a trigger with `count` left.

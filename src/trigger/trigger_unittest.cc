@@ -21,6 +21,8 @@ TEST(TriggerParse, ListsAsTheKernelPrints) {
   EXPECT_EQ(Listed("stacktrace if status >= 500"), "stacktrace:unlimited if status >= 500\n");
   EXPECT_EQ(Listed("enable_event:user_events:foo"), "enable_event:user_events:foo:unlimited\n");
   EXPECT_EQ(Listed("disable_event:user_events:foo:2 if x == 1"), "disable_event:user_events:foo:count=2 if x == 1\n");
+  EXPECT_EQ(Listed("enable_hist:user_events:foo"), "enable_hist:user_events:foo:unlimited\n");
+  EXPECT_EQ(Listed("disable_hist:user_events:foo:1"), "disable_hist:user_events:foo:count=1\n");
 }
 
 TEST(TriggerParse, HistKeepsItsParameterAndFilter) {
@@ -46,13 +48,15 @@ TEST(TriggerParse, ErrorsAreEinval) {
   Spec spec;
   for (std::string_view bad : {"bogus", "traceon:x", "traceon:-1", "traceon junk", "traceon if",
                                "traceon:3 when x", "enable_event", "enable_event:user_events",
-                               "enable_event:user_events:foo:", "enable_event:user_events:foo:z", "hist", "hist:keys=x junk", "enable_hist:user_events:foo"}) {
+                               "enable_event:user_events:foo:", "enable_event:user_events:foo:z", "hist", "hist:keys=x junk", "enable_hist:user_events"}) {
     EXPECT_EQ(Parse(bad, &spec), EINVAL) << bad;
   }
 }
 
 TEST(TriggerKinds, SharedAsTheKernelsTriggerTypes) {
-  Spec on, off, snap, en_foo, dis_foo, en_bar;
+  Spec on, off, snap, en_foo, dis_foo, en_bar, hist_on, hist_off;
+  ASSERT_EQ(Parse("enable_hist:s:foo", &hist_on), 0);
+  ASSERT_EQ(Parse("disable_hist:s:foo", &hist_off), 0);
   ASSERT_EQ(Parse("traceon", &on), 0);
   ASSERT_EQ(Parse("traceoff", &off), 0);
   ASSERT_EQ(Parse("snapshot", &snap), 0);
@@ -63,6 +67,8 @@ TEST(TriggerKinds, SharedAsTheKernelsTriggerTypes) {
   EXPECT_FALSE(SameKind(on, snap));
   EXPECT_TRUE(SameKind(en_foo, dis_foo));
   EXPECT_FALSE(SameKind(en_foo, en_bar));
+  EXPECT_TRUE(SameKind(hist_on, hist_off));
+  EXPECT_FALSE(SameKind(hist_on, en_foo));
 }
 
 }  // namespace
