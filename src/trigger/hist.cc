@@ -35,6 +35,8 @@ std::string_view FlagName(HistFlag flag) {
     case HistFlag::kLog2: return ".log2";
     case HistFlag::kExecname: return ".execname";
     case HistFlag::kBuckets: return ".buckets";
+    case HistFlag::kPercent: return ".percent";
+    case HistFlag::kGraph: return ".graph";
     case HistFlag::kNone: break;
   }
   return "";
@@ -56,6 +58,10 @@ int ParseField(std::string_view text, const std::vector<schema::Field>& fields, 
       out->flag = HistFlag::kLog2;
     } else if (key && mod == "execname") {
       out->flag = HistFlag::kExecname;
+    } else if (!key && mod == "percent") {
+      out->flag = HistFlag::kPercent;
+    } else if (!key && mod == "graph") {
+      out->flag = HistFlag::kGraph;
     } else if (key && mod.starts_with("buckets=")) {
       auto n = filter::KernelStrToU64(mod.substr(8));
       if (!n || *n == 0) return EINVAL;
@@ -282,6 +288,44 @@ std::string Histogram::KeyText(const Entry& e) const {
   return out + " }";
 }
 
+namespace {
+
+constexpr unsigned kPercentError = UINT32_MAX;
+
+// `value` in hundredths of a percent of `total`, as the kernel's __get_percentage.
+unsigned Percentage(uint64_t value, uint64_t total) {
+  if (total == 0) return value ? kPercentError : 0;
+  if (value < UINT64_MAX / 10000) return static_cast<unsigned>(value * 10000 / total);
+  total /= 10000;
+  if (total == 0) return value ? kPercentError : 0;
+  return static_cast<unsigned>(value / total);
+}
+
+// A 20-column bar of '#', as long as `value` is against `max`.
+std::string Bar(uint64_t value, uint64_t max) {
+  constexpr unsigned kWidth = 20;
+  unsigned pc = Percentage(value, max);
+  if (pc == kPercentError) return "[ERROR]";
+  std::string bar(std::min<uint64_t>(uint64_t{pc} * kWidth / 10000, kWidth), '#');
+  return bar + std::string(kWidth - bar.size(), ' ');
+}
+
+}  // namespace
+
+std::string Histogram::ValueText(size_t i, uint64_t value, uint64_t total, uint64_t max) const {
+  const HistField& v = spec_.vals[i];
+  switch (v.flag) {
+    case HistFlag::kPercent: {
+      unsigned pc = Percentage(value, total);
+      if (pc == kPercentError) return fmt::format(" {} (%):[ERROR]", v.name);
+      return fmt::format(" {} (%): {:>3}.{:02}", v.name, pc / 100, pc % 100);
+    }
+    case HistFlag::kGraph: return fmt::format(" {}: {:>20}", v.name, Bar(value, max));
+    case HistFlag::kHex: return fmt::format(" {}: {:>10x}", v.name, value);
+    default: return fmt::format(" {}: {:>10}", v.name, value);
+  }
+}
+
 std::string Histogram::Render() const {
   std::vector<const Entry*> sorted;
   for (const auto& [_, e] : entries_) sorted.push_back(&e);
@@ -303,14 +347,17 @@ std::string Histogram::Render() const {
     }
     return false;
   });
+  std::vector<uint64_t> totals(spec_.vals.size()), maxima(spec_.vals.size());
+  for (const Entry* e : sorted) {
+    for (size_t i = 0; i < spec_.vals.size(); ++i) {
+      totals[i] += e->sums[i];
+      maxima[i] = std::max(maxima[i], e->sums[i]);
+    }
+  }
   std::string out = "# event histogram\n#\n# trigger info: " + HistInfo(spec_, paused_) + "#\n\n";
   for (const Entry* e : sorted) {
     out += KeyText(*e) + fmt::format(" hitcount: {:>10}", e->hits);
-    for (size_t i = 0; i < spec_.vals.size(); ++i) {
-      const bool hex = spec_.vals[i].flag == HistFlag::kHex;
-      out += fmt::format("  {}: ", spec_.vals[i].name) +
-             (hex ? fmt::format("{:>10x}", e->sums[i]) : fmt::format("{:>10}", e->sums[i]));
-    }
+    for (size_t i = 0; i < spec_.vals.size(); ++i) out += " " + ValueText(i, e->sums[i], totals[i], maxima[i]);
     out += "\n";
   }
   out += fmt::format("\nTotals:\n    Hits: {}\n    Entries: {}\n    Dropped: {}\n", hits_, entries_.size(), drops_);

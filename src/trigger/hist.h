@@ -16,7 +16,7 @@
 
 namespace udiag::trigger {
 
-enum class HistFlag : uint8_t { kNone, kHex, kLog2, kExecname, kBuckets };
+enum class HistFlag : uint8_t { kNone, kHex, kLog2, kExecname, kBuckets, kPercent, kGraph };
 
 struct HistField {
   std::string name;           // as written, without the modifier
@@ -76,6 +76,8 @@ class Histogram {
     std::vector<uint64_t> sums;        // per value
   };
   std::string KeyText(const Entry& e) const;
+  // " name: value" of value `i` (.percent of the column's total, .graph of its maximum).
+  std::string ValueText(size_t i, uint64_t value, uint64_t total, uint64_t max) const;
   HistSpec spec_;
   bool paused_ = false;
   std::map<std::string, Entry> entries_;  // by the key's bytes

@@ -107,6 +107,21 @@ TEST(HistRender, StringsBucketsAndDescending) {
       << out;
 }
 
+TEST(HistRender, PercentAndGraphOfValues) {
+  // sort=seq names the value first, as the kernel matches values before keys.
+  Histogram h(Parsed("keys=seq:vals=bytes.percent,seq.graph:sort=seq"));
+  Add(h, Record(1, 1, 1, ""));
+  Add(h, Record(1, 4, 3, ""));
+  std::string out = h.Render();
+  EXPECT_NE(out.find("trigger info: hist:keys=seq:vals=hitcount,bytes.percent,seq.graph:sort=seq.graph:size=2048 [active]\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("{ seq:          1 } hitcount:          1  bytes (%):  25.00  seq: #####               \n"
+                     "{ seq:          4 } hitcount:          1  bytes (%):  75.00  seq: ####################\n"),
+            std::string::npos)
+      << out;
+}
+
 TEST(HistRender, FullMapDropsNewKeys) {
   Histogram h(Parsed("keys=seq:size=128"));
   for (uint32_t i = 0; i < 130; ++i) Add(h, Record(1, i, 0, ""));
