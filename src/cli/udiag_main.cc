@@ -196,8 +196,8 @@ void AddHistCommand(CLI::App& app, CommandLine& line) {
       "Sets 'hist:keys=KEY[:vals=VAL][:sort=SORT] [if FILTER]' on EVENT in an instance of its own\n"
       "(instances/hist-<pid>, removed when udiag exits) and prints its hist file in the kernel's\n"
       "layout when COMMAND exits (with its status) or, without COMMAND, on Ctrl-C or SIGTERM.\n"
-      "KEY and VAL are the event's fields with the modifiers .hex .log2 .buckets=N .execname\n"
-      "(docs/triggers.md). The event may be registered after udiag starts (by COMMAND).\n"
+      "KEY and VAL are the event's fields, KEY with .hex .log2 .buckets=N .execname, VAL with\n"
+      ".hex .percent .graph (docs/triggers.md). The event may be registered after udiag starts (by COMMAND).\n"
       "If no udiagd is running, a private one is started for the duration.\n"
       "Example: udiag hist -e http_request -k status -v latency_ns --sort latency_ns.descending -- ./server");
   hist->add_option("-e,--event", line.hist.event, "EVENT: 'name' or 'system:name'")->required();
