@@ -155,8 +155,9 @@ bool EventTriggers::Act(Instance& instance, Trigger& t) {
       instance.TakeSnapshot();
       break;
     case trigger::Command::kStacktrace:
-    case trigger::Command::kHist:  // kept apart, in hists
       break;  // no stack to give: counted, nothing written (docs/compat.md)
+    case trigger::Command::kHist:
+      return false;  // histograms are kept apart, in Slot::hists
     case trigger::Command::kEnableEvent:
     case trigger::Command::kDisableEvent: {
       bool on = t.spec.command == trigger::Command::kEnableEvent;
@@ -185,7 +186,7 @@ void EventTriggers::Fire(Instance& instance, const Event& event, const EntryMeta
   }
   for (HistTrigger& h : slot.hists) {
     if (h.hist.paused() || !Passes(h.filter, !h.hist.spec().filter.empty(), meta, record, comm, &name)) continue;
-    if (name.empty() && comm) name = comm(meta.tid);
+    if (name.empty() && comm && h.hist.needs_comm()) name = comm(meta.tid);
     h.hist.Add({record, meta.cpu, name});
   }
 }

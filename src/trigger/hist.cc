@@ -225,6 +225,12 @@ std::string StringOf(const filter::FilterField& f, const filter::RecordContext& 
 
 }  // namespace
 
+bool Histogram::needs_comm() const {
+  return std::any_of(spec_.keys.begin(), spec_.keys.end(), [](const HistField& k) {
+    return k.flag == HistFlag::kExecname || k.field.cls == filter::FieldClass::kComm;
+  });
+}
+
 void Histogram::Clear() {
   entries_.clear();
   hits_ = drops_ = 0;

@@ -59,6 +59,8 @@ class Histogram {
   explicit Histogram(HistSpec spec) : spec_(std::move(spec)) {}
   const HistSpec& spec() const { return spec_; }
   bool paused() const { return paused_; }
+  // Whether Add() reads the thread's name (.execname or a COMM key).
+  bool needs_comm() const;
   void set_paused(bool paused) { paused_ = paused; }
   void Clear();
 
