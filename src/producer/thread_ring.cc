@@ -6,11 +6,15 @@
 
 #include <cstring>
 
+#include "base/tsc.h"
+
 namespace udiag::producer {
 
 thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
 
 namespace {
+
+constexpr uint64_t kRingRetryNs = 100'000'000;
 
 void Unmap(ring::RingMapping& m) {
   if (m.base) munmap(m.base, m.bytes);
@@ -64,6 +68,7 @@ pthread_key_t ExitKey() {
 }  // namespace
 
 bool RenewThreadRing() {
+  if (t_ring.retry_after_ns != 0 && base::MonotonicNs() < t_ring.retry_after_ns) return false;
   uint32_t generation = g_fast.ring_generation.load(std::memory_order_acquire);
   uint32_t epoch = g_fast.epoch.load();
   Client* client = Client::Get();
@@ -87,9 +92,11 @@ bool RenewThreadRing() {
   m.fd = -1;
   if (err || reply.error) {
     Unmap(m);
+    if (reply.error) t_ring.retry_after_ns = base::MonotonicNs() + kRingRetryNs;
     g_lost_while_disconnected.fetch_add(lost, std::memory_order_relaxed);  // the next ring tells
     return false;
   }
+  t_ring.retry_after_ns = 0;
   t_ring.mapping = m;
   t_ring.writer.Attach(m.base);
   t_ring.generation = generation;
