@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "base/tsc.h"
@@ -15,6 +16,7 @@ thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
 namespace {
 
 constexpr uint64_t kRingRetryNs = 100'000'000;
+constexpr int kRingAckWaitMs = 20;
 
 void Unmap(ring::RingMapping& m) {
   if (m.base) munmap(m.base, m.bytes);
@@ -82,14 +84,17 @@ bool RenewThreadRing() {
   static_cast<ring::RingHeader*>(m.base)->lost.store(lost, std::memory_order_relaxed);
   Unmap(t_ring.mapping);
   t_ring.writer = ring::RingWriter();
-  // Called, not posted: the reply comes once the daemon has mapped the ring
-  // and set its full_wait_ms, so a --block recording's first records wait
-  // instead of being dropped. The call is bounded by UDIAG_TIMEOUT_MS.
+  // The reply comes once the daemon has mapped the ring and set its
+  // full_wait_ms, so a healthy daemon's --block recording waits from the
+  // thread's first record. A daemon that does not answer within
+  // kRingAckWaitMs (stopped, swamped) maps the ring when it gets to it: the
+  // write goes on meanwhile, never held up by the daemon.
   Reply reply;
   int fds[] = {m.fd};
-  int err = client->Call(ipc::MsgType::kAddRing, nullptr, fds, &reply);
+  int err = client->Call(ipc::MsgType::kAddRing, nullptr, fds, &reply, {}, kRingAckWaitMs);
   close(m.fd);
   m.fd = -1;
+  if (err == ETIMEDOUT) err = 0;
   if (err || reply.error) {
     Unmap(m);
     if (reply.error) t_ring.retry_after_ns = base::MonotonicNs() + kRingRetryNs;
