@@ -12,7 +12,8 @@ OUT=$(mktemp -d /tmp/udiag-bench.XXXXXX)
 GB=(--benchmark_format=json --benchmark_min_time="$MIN_TIME")
 
 echo "results in $OUT" >&2
-for b in ring_bench udiag_bench dropin_bench sustained_bench consumers_bench record_stream_bench flood_producer mmio_bench; do
+for b in ring_bench udiag_bench dropin_bench sustained_bench consumers_bench record_stream_bench flood_producer mmio_bench \
+         filter_bench; do
   [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (build with -DUDIAG_BUILD_BENCH=ON)" >&2; exit 1; }
 done
 
@@ -148,6 +149,9 @@ record_run record8_block --block sh -c 'for i in 1 2 3 4 5 6 7 8; do "$0" "$1" &
 # --- Issue 5: memory-access probes ----------------------------------------------
 echo "running mmio_bench..." >&2
 "$BIN/mmio_bench" "${GB[@]}" >"$OUT/mmio.json" 2>"$OUT/mmio.err"
+echo "running filter_bench..." >&2
+"$BIN/filter_bench" "${GB[@]}" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  >"$OUT/filter.json" 2>"$OUT/filter.err"
 
 LTTNG_NOTE="$lttng_note" SECS="$SECS" python3 - "$OUT" <<'PY'
 import json, os, re, sys
@@ -380,6 +384,18 @@ for mode, label in ((0, "B: decode + emulate (default)"), (1, "B': rebase + sing
 for probes in (0, 1):
     v, _ = mmio(f"BM_UnprobedLoad/probes:{probes}")
     print(f"| unprobed load, {probes} probe(s) in the process | {f'{v:.3f} ns' if v else 'not run'} | | |")
+
+# Issue 14: event filters, per record in the daemon (producers never see them).
+fb = load("filter.json")
+print("\n| event filters (issue 14), daemon side | ns/record (median) |")
+print("|---|---|")
+for name, label in (("BM_DeliverOneInstance/0", "deliver into one instance, no filter"),
+                    ("BM_DeliverOneInstance/1", "deliver, `status >= 500 && path ~ \"/api/*\"` passes"),
+                    ("BM_DeliverOneInstance/2", "deliver, the same filter drops the record"),
+                    ("BM_FilterMatches/0", "Filter::Matches, one integer predicate"),
+                    ("BM_FilterMatches/1", "Filter::Matches, integer && glob")):
+    v, err = median(fb, name)
+    print(f"| {label} | {err if v is None else f'{v:.1f}'} |")
 PY
 
 # --- Issue 15: udiag export into ClickHouse -----------------------------------

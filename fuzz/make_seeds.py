@@ -83,6 +83,14 @@ def tracefs():
            "wdynamic_events\t!u:test u32 count"]
     seed("tracefs_write_fuzzer", "session", "\0".join(ops))
     seed("tracefs_write_fuzzer", "enable_all", "adynamic_events\tu:a\0wevents/enable\t1\0Rtrace\0wtrace\t")
+    filters = ["adynamic_events\tu:req u32 status; __rel_loc char[] path\nu:tick u32 n\n",
+               "wevents/user_events/req/filter\tstatus >= 500 && path ~ \"/api/*\"\n",
+               "Revents/user_events/req/filter", "wevents/user_events/req/filter\tstats == 1",
+               "Revents/user_events/req/filter", "wevents/user_events/filter\tn == 1",
+               "Revents/user_events/tick/filter", "Revents/user_events/filter", "Rerror_log",
+               "minstances/foo", "winstances/foo/events/user_events/req/filter\t(status == 1",
+               "Rinstances/foo/error_log", "werror_log\t", "wevents/user_events/filter\t0"]
+    seed("tracefs_write_fuzzer", "filters", "\0".join(filters))
 
 
 def traces(trace_dir):
@@ -104,6 +112,21 @@ def mmio():
         seed("mmio_decoder_fuzzer", name, bytes.fromhex(code).ljust(15, b"\x90") + regs)
 
 
+def filters():
+    args = "u32 status; int delta; char[16] name; __data_loc char[] path; __rel_loc char[] tag"
+    # status=503 delta=-2 name="bash" path="/api/x" tag="hi"
+    record = struct.pack("<HBBi", 1000, 0, 0, 42) + struct.pack("<Ii", 503, -2) + b"bash".ljust(16, b"\0") + \
+        struct.pack("<II", (7 << 16) | 40, (3 << 16) | 7) + b"/api/x\0" + b"hi\0"
+    for name, text in [("numbers", "status >= 500 && delta < 0 || status & 0x1"),
+                       ("strings", "name == \"bash\" && path ~ \"/api/*\" && tag != 'x'"),
+                       ("globs", "path ~ \"*pi*\" || path ~ \"/a?i/[a-z]\" || name ~ \"!ba*\""),
+                       ("generic", "COMM ~ \"fuzz*\" && CPU != 3 && common_pid == 42"),
+                       ("nested", "!(status == 1 || !(delta == -2)) && ((tag == \"hi\"))"),
+                       ("errors", "((status == 1) || sattus == 2) && name == bash"),
+                       ("function", "status.function == foo")]:
+        seed("filter_parser_fuzzer", name, args.encode() + b"\0" + text.encode() + b"\0" + record)
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(ROOT, "corpus", "tracedat_reader_fuzzer"), exist_ok=True)
     schema()
@@ -113,3 +136,4 @@ if __name__ == "__main__":
     tracefs()
     traces(sys.argv[1])
     mmio()
+    filters()

@@ -53,6 +53,26 @@ base::ErrorOr<consumer::ConsumerClient> ConnectOrStartPrivate(
   return client;
 }
 
+int EnableEvents(consumer::ConsumerClient& client, const std::vector<std::string>& events,
+                 const std::vector<std::string>& filters, const std::string& instance) {
+  const std::string log_path = instance.empty() ? "error_log" : "instances/" + instance + "/error_log";
+  std::vector<std::string> globs = events.empty() ? std::vector<std::string>{"*"} : events;
+  for (size_t i = 0; i < globs.size(); ++i) {
+    const std::string filter = i < filters.size() ? filters[i] : "";
+    auto before = filter.empty() ? base::ErrorOr<std::string>(std::string()) : client.Read(log_path);
+    if (int err = client.AutoEnable(globs[i], instance, filter)) return Fail("enable " + globs[i], err);
+    if (filter.empty() || !before.ok()) continue;
+    auto after = client.Read(log_path);
+    if (!after.ok() || *after == *before) continue;
+    // The new entries, or the whole log when old ones made room for them.
+    std::string_view added = *after;
+    if (added.starts_with(*before)) added.remove_prefix(before->size());
+    fmt::print(stderr, "udiag: filter for {}:\n{}", globs[i], added);
+    return kExitFailure;
+  }
+  return 0;
+}
+
 bool WriteToStdout(std::string_view text) {
   while (!text.empty()) {
     ssize_t n = write(STDOUT_FILENO, text.data(), text.size());

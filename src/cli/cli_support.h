@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/error_or.h"
 #include "consumer/consumer_client.h"
@@ -32,6 +33,14 @@ base::ErrorOr<consumer::ConsumerClient> ConnectOrExplain(const std::string& dir)
 // are explained on stderr.
 base::ErrorOr<consumer::ConsumerClient> ConnectOrStartPrivate(
     std::string* dir, std::string_view doing, std::unique_ptr<consumer::PrivateDaemon>* private_daemon);
+
+// Enables `events` (every event when empty) in instances/<instance> ("" =
+// top) for as long as `client` stays connected, including events created
+// later; filters[i] ("": none) goes to the `filter` of each event events[i]
+// matches. A filter that does not parse for an event already registered is
+// reported with the instance's error_log entry; returns 0 or kExitFailure.
+int EnableEvents(consumer::ConsumerClient& client, const std::vector<std::string>& events,
+                 const std::vector<std::string>& filters, const std::string& instance);
 
 // ../lib/<name> next to this program, else under $UDIAG_BIN_DIR/../lib (an
 // install and a build tree alike); empty when neither has it.

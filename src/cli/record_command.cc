@@ -192,11 +192,7 @@ int StartSession(const RecordOptions& options, Session* session) {
     std::string file = session->path + "/blocking_timeout_ms";
     if (int err = session->control->Write(file, std::to_string(options.block_ms), false)) return Fail(file, err);
   }
-  std::vector<std::string> globs = options.events.empty() ? std::vector<std::string>{"*"} : options.events;
-  for (const std::string& glob : globs) {
-    if (int err = session->control->AutoEnable(glob, session->instance)) return Fail("enable " + glob, err);
-  }
-  return 0;
+  return EnableEvents(*session->control, options.events, options.filters, session->instance);
 }
 
 }  // namespace

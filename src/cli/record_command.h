@@ -18,6 +18,7 @@ inline constexpr uint32_t kDefaultBlockMs = 1000;
 struct RecordOptions {
   std::string dir;                   // resolved; a private daemon is started if none serves it
   std::vector<std::string> events;   // auto-enable globs; empty: every event
+  std::vector<std::string> filters;  // filters[i] for events[i] ("": none), in the recording instance
   std::string output = "trace.dat";
   std::optional<record::TraceFormat> format;  // default: from the output's name
   bool overwrite = false;            // flight recorder: keep the newest, write at the end

@@ -50,11 +50,8 @@ int Trace(const TraceOptions& options) {
   auto client = ConnectOrStartPrivate(&dir, "tracing", &private_daemon);
   if (!client.ok()) return kExitFailure;
   // Before the command starts, so the events it registers first are enabled
-  // at once.
-  std::vector<std::string> globs = options.events.empty() ? std::vector<std::string>{"*"} : options.events;
-  for (const std::string& glob : globs) {
-    if (int err = client->AutoEnable(glob)) return Fail("enable " + glob, err);
-  }
+  // (and filtered) at once.
+  if (EnableEvents(*client, options.events, options.filters, "")) return kExitFailure;
   if (options.command.empty()) return FollowPipe(std::move(client).value(), "trace_pipe");
   return TraceCommand(std::move(client).value(), dir, options.command);
 }

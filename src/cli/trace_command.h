@@ -11,6 +11,7 @@ namespace udiag::cli {
 struct TraceOptions {
   std::string dir;                  // resolved; a private daemon is started if none serves it
   std::vector<std::string> events;  // auto-enable globs; empty: every event
+  std::vector<std::string> filters; // filters[i] for events[i] ("": none)
   std::vector<std::string> command; // empty: trace until SIGINT/SIGTERM
 };
 

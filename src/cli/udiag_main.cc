@@ -41,6 +41,35 @@ constexpr const char* kFooter = "Run 'udiag COMMAND --help' for what a command d
 constexpr const char* kEventHelp =
     "EVENT is a tracepoint name ('count'), 'system:name' ('user_events:count'),\n"
     "or a glob of either ('count_*', 'user_events:*').";
+constexpr const char* kFilterHelp =
+    "\n-f/--filter EXPR sets the ftrace filter (docs/filters.md) of the events the -e before it\n"
+    "selects, in the instance read, as trace-cmd's -f does.";
+
+// -e EVENT (repeatable) and --filter EXPR for the -e before it: parsed in
+// command-line order so that each filter pairs with its event.
+void AddEventOptions(CLI::App* command, std::vector<std::string>* events, std::vector<std::string>* filters,
+                     const std::string& event_help) {
+  command
+      ->add_option_function<std::string>(
+          "-e,--event",
+          [events, filters](const std::string& event) {
+            events->push_back(event);
+            filters->emplace_back();
+          },
+          event_help)
+      ->trigger_on_parse()
+      ->allow_extra_args(false);
+  command
+      ->add_option_function<std::string>(
+          "-f,--filter",
+          [events, filters](const std::string& filter) {
+            if (events->empty()) throw CLI::ValidationError("--filter", "needs an -e EVENT before it");
+            filters->back() = filter;
+          },
+          "Filter for the events of the preceding -e, e.g. 'status >= 500 && path ~ \"/api/*\"'")
+      ->trigger_on_parse()
+      ->allow_extra_args(false);
+}
 
 // What the command line asked for; the chosen command runs once all of it is
 // parsed, so that --dir is known wherever it was given.
@@ -148,8 +177,8 @@ void AddTraceCommand(CLI::App& app, CommandLine& line) {
           "killed it; 127 if it cannot be found). Ctrl-C goes to COMMAND; SIGINT or SIGTERM sent\n"
           "to udiag alone is passed on to it. Without COMMAND: traces until Ctrl-C or SIGTERM.\n"
           "If no udiagd is running, a private one is started for the duration.\n") +
-          kEventHelp + "\nExample: udiag trace -e 'count_*' -- ./my_app --verbose");
-  trace->add_option("-e,--event", line.trace.events, "EVENT to enable (repeatable)")->allow_extra_args(false);
+          kEventHelp + kFilterHelp + "\nExample: udiag trace -e 'count_*' -- ./my_app --verbose");
+  AddEventOptions(trace, &line.trace.events, &line.trace.filters, "EVENT to enable (repeatable)");
   trace->add_option("COMMAND", line.trace.command, "Command to run and trace (put it after `--`)");
   trace->callback([&] {
     line.run = [&](const std::string& dir) {
@@ -214,8 +243,8 @@ void AddRecordCommands(CLI::App& app, CommandLine& line) {
           "With --block nothing is lost while udiag keeps up: a producer thread whose ring is full\n"
           "waits (up to MS, default 1000, once until the ring drains) instead of dropping events,\n"
           "so the fastest producers are slowed to the recording's pace.\n") +
-          kEventHelp + "\nExample: udiag record -o app.dat -- ./app; trace-cmd report app.dat");
-  record->add_option("-e,--event", line.record.events, "Events to record (repeatable)");
+          kEventHelp + kFilterHelp + "\nExample: udiag record -o app.dat -- ./app; trace-cmd report app.dat");
+  AddEventOptions(record, &line.record.events, &line.record.filters, "Events to record (repeatable)");
   record->add_option("-o,--output", line.record.output, "Output file or CTF directory")->capture_default_str();
   record->add_option("--format", line.format, "dat, ctf or perfetto (default: from the output's name)")
       ->check(formats);

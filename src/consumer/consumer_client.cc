@@ -68,8 +68,8 @@ ErrorOr<std::vector<std::pair<std::string, bool>>> ConsumerClient::List(const st
   return std::move(reply.entries);
 }
 
-int ConsumerClient::AutoEnable(const std::string& glob, const std::string& instance) {
-  return Call(ipc::MsgType::kAutoEnable, Encode(ipc::AutoEnableRequest{glob, instance}));
+int ConsumerClient::AutoEnable(const std::string& glob, const std::string& instance, const std::string& filter) {
+  return Call(ipc::MsgType::kAutoEnable, Encode(ipc::AutoEnableRequest{glob, instance, filter}));
 }
 
 pid_t ConsumerClient::DaemonPid() const {

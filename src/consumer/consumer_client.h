@@ -61,7 +61,9 @@ class ConsumerClient {
   // this connection closes (then they are disabled again). A bare glob matches
   // tracepoint names ("count_*"), one with a colon matches "system:name".
   // `instance` names instances/<instance> ("" = top): the events are enabled there.
-  int AutoEnable(const std::string& glob, const std::string& instance = "");
+  // A `filter` is written to each matching event's `filter` file there (a
+  // bad one shows in that file and in the instance's error_log).
+  int AutoEnable(const std::string& glob, const std::string& instance = "", const std::string& filter = "");
 
   // The daemon's process id as the kernel reports it for this connection
   // (SO_PEERCRED): 0 when it cannot tell (say, the daemon is in another pid

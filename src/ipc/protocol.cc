@@ -152,10 +152,11 @@ bool RecordStreamRequest::Decode(Decoder& d) {
   return d.ok();
 }
 
-void AutoEnableRequest::Encode(Encoder& e) const { e.PutBytes(glob).PutBytes(instance); }
+void AutoEnableRequest::Encode(Encoder& e) const { e.PutBytes(glob).PutBytes(instance).PutBytes(filter); }
 bool AutoEnableRequest::Decode(Decoder& d) {
   glob = d.GetBytes();
   instance = d.Rest().empty() ? std::string() : d.GetBytes();
+  filter = d.Rest().empty() ? std::string() : d.GetBytes();
   return d.ok();
 }
 

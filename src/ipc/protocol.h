@@ -186,6 +186,7 @@ struct PathRequest {  // kTreeRead, kTreeList, kTreePipe, kTreeRmdir
 struct AutoEnableRequest {
   std::string glob;
   std::string instance;
+  std::string filter;  // written to each matching event's `filter` in the instance ("": none)
   void Encode(Encoder& e) const;
   bool Decode(Decoder& d);
 };

@@ -74,9 +74,10 @@ namespace udiag::ipc {
 namespace {
 
 TEST(ProtocolTest, AutoEnableNamesAnInstanceOrTheTop) {
-  AutoEnableRequest out = RoundTrip(AutoEnableRequest{"count_*", "rec"}, MsgType::kAutoEnable);
+  AutoEnableRequest out = RoundTrip(AutoEnableRequest{"count_*", "rec", "count > 1"}, MsgType::kAutoEnable);
   EXPECT_EQ(out.glob, "count_*");
   EXPECT_EQ(out.instance, "rec");
+  EXPECT_EQ(out.filter, "count > 1");
   // An older client sends only the glob: the top instance.
   Encoder old;
   PathRequest{"count_*"}.Encode(old);
@@ -84,6 +85,7 @@ TEST(ProtocolTest, AutoEnableNamesAnInstanceOrTheTop) {
   ASSERT_TRUE(out.Decode(d));
   EXPECT_EQ(out.glob, "count_*");
   EXPECT_EQ(out.instance, "");
+  EXPECT_EQ(out.filter, "");
 }
 
 }  // namespace

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "service/error_log.h"
+#include "service/event_filters.h"
 #include "service/event_probe.h"
 #include "service/event_registry.h"
 #include "service/trace_buffer.h"
@@ -35,6 +37,11 @@ class Instance {
   void set_tracing_on(bool on) { tracing_on_ = on; }
   bool IsEnabled(uint32_t id) const { return enabled_.contains(id); }
   const std::set<uint32_t>& enabled() const { return enabled_; }
+  // The `filter` files of this instance's events, and its `error_log`.
+  EventFilters& filters() { return filters_; }
+  const EventFilters& filters() const { return filters_; }
+  ErrorLog& error_log() { return error_log_; }
+  const ErrorLog& error_log() const { return error_log_; }
 
   // `blocking_timeout_ms`: 0 (the default) drops what does not fit, as
   // ftrace does. Otherwise, while the buffer is in discard-new mode, its
@@ -81,6 +88,8 @@ class Instance {
   bool tracing_on_ = true;
   bool usdt_probe_ = false;
   std::set<uint32_t> enabled_;
+  EventFilters filters_;
+  ErrorLog error_log_;
   std::unique_ptr<TraceBuffer> snapshot_;
   uint64_t owner_ = 0;
   uint32_t blocking_timeout_ms_ = 0;
@@ -114,15 +123,16 @@ class InstanceSet {
   void SetEnabled(Instance& instance, Event* event, bool on);
   // Whether any record session enables the event (user_events_status "record").
   bool RecordedBy(uint32_t id) const;
-  // Copies a record into every instance that enables its event and is on,
-  // and fires the USDT probe once if a probe instance among them is on.
-  // Inline: the drain loop calls it once per record.
+  // Copies a record into every instance that enables its event, is on and
+  // whose filter for the event it passes, and fires the USDT probe once if a
+  // probe instance among them does. Inline: the drain loop calls it once per
+  // record.
   void Deliver(const Event& event, const EntryMeta& meta, std::span<const uint8_t> record) {
     size_t slot = event.id - EventRegistry::kFirstId;
     if (slot >= enablers_.size()) return;
     bool probe = false;
     for (Instance* instance : enablers_[slot]) {
-      if (!instance->tracing_on()) continue;
+      if (!instance->tracing_on() || !instance->filters().Accepts(event, meta, record, comm_)) continue;
       if (instance->usdt_probe()) {
         probe = true;
       } else {
@@ -131,6 +141,8 @@ class InstanceSet {
     }
     if (probe && EventProbeAttached()) FireEventProbe(event.id, meta, record);
   }
+  // How filters name the thread behind a record (COMM).
+  void set_comm_lookup(CommLookup comm) { comm_ = std::move(comm); }
   // Producer-ring losses: reported by the top instance and every named one
   // that is on and enables some event.
   void NoteLost(uint64_t count);
@@ -143,6 +155,7 @@ class InstanceSet {
   std::map<std::string, std::unique_ptr<Instance>, std::less<>> named_;
   // Event id - kFirstId -> the instances enabling it, for the delivery loop.
   std::vector<std::vector<Instance*>> enablers_;
+  CommLookup comm_;
 };
 
 }  // namespace udiag::service

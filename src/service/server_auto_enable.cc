@@ -14,7 +14,7 @@ int Server::OnAutoEnable(Connection& conn, ipc::Decoder& body) {
   if (!req.Decode(body)) return EPROTO;
   if (!conn.caller.consumer) return EACCES;
   if (!instances_->Find(req.instance)) return ENOENT;
-  conn.auto_rules.push_back({req.glob, req.instance});
+  conn.auto_rules.push_back({req.glob, req.instance, req.filter});
   for (Event* e : registry_->Events()) ApplyAutoEnable(conn, *e);
   return 0;
 }
@@ -31,6 +31,8 @@ void Server::ApplyAutoEnable(Connection& conn, Event& event) {
     if (fnmatch(rule.glob.c_str(), has_system ? full.c_str() : event.tp_name.c_str(), 0) != 0) continue;
     Instance* instance = instances_->Find(rule.instance);
     if (!instance) continue;
+    // A filter that does not parse for the event keeps it off (the error is in its filter file and error_log).
+    if (!rule.filter.empty() && instance->filters().Write(event, rule.filter, &instance->error_log())) continue;
     conn.auto_enabled.insert(key);
     if (auto_holds_[key]++ == 0 && !instance->IsEnabled(event.id)) {
       auto_turned_on_.insert(key);

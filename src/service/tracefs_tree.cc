@@ -18,7 +18,7 @@ enum class Node {
   kRoot, kInstancesDir, kOptionsDir, kPerCpuDir, kCpuDir, kEventsDir, kSystemDir, kEventDir,  // directories
   kDynamicEvents, kStatus, kAvailableEvents, kSetEvent, kTrace, kTracePipe, kTracingOn,
   kBufferSizeKb, kTraceClock, kEventsMax, kEnable, kFormat, kId, kOverwrite, kSnapshot, kStats,
-  kBlockingTimeoutMs, kReadme, kDataFile, kUsdtProbe,
+  kBlockingTimeoutMs, kReadme, kDataFile, kUsdtProbe, kFilter, kErrorLog,
 };
 
 struct TracefsTree::Resolved {
@@ -38,8 +38,8 @@ constexpr const char* kReadmeText =
     "  user_events_data     register (DIAG_IOCSREG) and write events (with the udiag preload)\n"
     "  user_events_status   registered events and what traces them\n"
     "  dynamic_events       u:<name> <fields> creates, -:<name> deletes\n"
-    "  events/<system>/<event>/{enable,format,id}\n"
-    "  trace  trace_pipe  tracing_on  buffer_size_kb  set_event  instances/\n"
+    "  events/<system>/<event>/{enable,filter,format,id}  events/<system>/{enable,filter}\n"
+    "  trace  trace_pipe  tracing_on  buffer_size_kb  set_event  error_log  instances/\n"
     "See docs/cli.md and docs/compat.md of udiag.\n";
 
 // An hour: a longer stall is a hang, not a wait.
@@ -53,7 +53,7 @@ struct FileSpec {
 constexpr FileSpec kRootFiles[] = {
     {"README", Node::kReadme, true},                    {"user_events_data", Node::kDataFile, true},
     {"available_events", Node::kAvailableEvents, true}, {"blocking_timeout_ms", Node::kBlockingTimeoutMs},
-    {"buffer_size_kb", Node::kBufferSizeKb},
+    {"buffer_size_kb", Node::kBufferSizeKb},            {"error_log", Node::kErrorLog},
     {"dynamic_events", Node::kDynamicEvents, true},     {"set_event", Node::kSetEvent},
     {"snapshot", Node::kSnapshot},                      {"trace", Node::kTrace},
     {"trace_clock", Node::kTraceClock},                 {"trace_pipe", Node::kTracePipe},
@@ -61,7 +61,7 @@ constexpr FileSpec kRootFiles[] = {
     {"user_events_max", Node::kEventsMax, true},        {"user_events_status", Node::kStatus, true},
 };
 constexpr FileSpec kEventFiles[] = {
-    {"enable", Node::kEnable}, {"format", Node::kFormat}, {"id", Node::kId}};
+    {"enable", Node::kEnable}, {"filter", Node::kFilter}, {"format", Node::kFormat}, {"id", Node::kId}};
 
 bool IsDirectory(Node n) { return n <= Node::kEventDir; }
 
@@ -107,7 +107,9 @@ bool SystemHasEvents(const EventRegistry& registry, std::string_view system) {
 }  // namespace
 
 TracefsTree::TracefsTree(EventRegistry* registry, InstanceSet* instances, CommLookup comm)
-    : registry_(registry), instances_(instances), comm_(std::move(comm)) {}
+    : registry_(registry), instances_(instances), comm_(std::move(comm)) {
+  instances_->set_comm_lookup(comm_);  // COMM in filters: the names of the TASK column
+}
 
 base::ErrorOr<TracefsTree::Resolved> TracefsTree::Resolve(std::string_view path) const {
   std::vector<std::string_view> parts = SplitPath(path);
@@ -152,6 +154,7 @@ base::ErrorOr<TracefsTree::Resolved> TracefsTree::Resolve(std::string_view path)
   if (!SystemHasEvents(*registry_, r.system)) return base::Errno{ENOENT};
   if (parts.size() == 2) return Resolved{Node::kSystemDir, r.instance, r.system, nullptr};
   if (parts.size() == 3 && parts[2] == "enable") return Resolved{Node::kEnable, r.instance, r.system, nullptr};
+  if (parts.size() == 3 && parts[2] == "filter") return Resolved{Node::kFilter, r.instance, r.system, nullptr};
   r.event = registry_->FindByTracepoint(r.system, parts[2]);
   if (!r.event) return base::Errno{ENOENT};
   if (parts.size() == 3) return Resolved{Node::kEventDir, r.instance, r.system, r.event};
@@ -223,6 +226,10 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
       return ReadSnapshot(inst);
     case Node::kStats:
       return ReadStats(inst.buffer());
+    case Node::kFilter:
+      return r->event ? inst.filters().Read(*r->event) : SystemFilterText();
+    case Node::kErrorLog:
+      return inst.error_log().Text();
   }
   return base::Errno{EINVAL};
 }
@@ -345,6 +352,12 @@ int TracefsTree::Write(std::string_view path, std::string_view text, bool append
       if (!ParseUnsigned(text, &value) || value > 1) return EINVAL;
       inst.buffer().set_overwrite(value == 1);
       return 0;
+    case Node::kFilter:
+      if (r->event) return inst.filters().Write(*r->event, text, &inst.error_log());
+      return inst.filters().WriteSystem(SystemEvents(r->system), text, &inst.error_log());
+    case Node::kErrorLog:
+      if (!append) inst.error_log().Clear();  // opening with O_TRUNC clears, as ftrace
+      return 0;
     case Node::kUsdtProbe:
       if (!ParseUnsigned(text, &value) || value > 1) return EINVAL;
       inst.set_usdt_probe(value == 1);
@@ -362,6 +375,12 @@ int TracefsTree::Write(std::string_view path, std::string_view text, bool append
     default:
       return EACCES;  // read-only file
   }
+}
+
+std::vector<Event*> TracefsTree::SystemEvents(std::string_view system) const {
+  std::vector<Event*> events = registry_->Events();
+  std::erase_if(events, [&](const Event* e) { return system != e->system(); });
+  return events;
 }
 
 int TracefsTree::WriteEnable(Instance& instance, std::string_view system, std::string_view text) {
@@ -476,6 +495,7 @@ base::ErrorOr<std::vector<DirEntry>> TracefsTree::List(std::string_view path, co
       break;
     case Node::kSystemDir:
       out.push_back({"enable", false});
+      out.push_back({"filter", false});
       for (const Event* e : registry_->Events()) {
         if (r->system == e->system()) out.push_back({e->tp_name, true});
       }

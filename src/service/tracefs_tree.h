@@ -6,7 +6,8 @@
 //   user_events_max   (top only)
 //   set_event  trace  trace_pipe  tracing_on  buffer_size_kb  trace_clock  snapshot
 //   options/overwrite  per_cpu/cpu0/stats
-//   events/enable  events/<system>/enable  events/<system>/<event>/{enable,format,id}
+//   error_log  events/enable  events/<system>/{enable,filter}
+//   events/<system>/<event>/{enable,filter,format,id}
 //   instances/<name>/...   the per-instance files above, made by mkdir
 #pragma once
 
@@ -36,7 +37,7 @@ struct DirEntry {
 class TracefsTree {
  public:
   // Names the thread behind a record, for the TASK column.
-  using CommLookup = std::function<std::string(uint32_t tid)>;
+  using CommLookup = service::CommLookup;
 
   TracefsTree(EventRegistry* registry, InstanceSet* instances, CommLookup comm);
 
@@ -69,6 +70,7 @@ class TracefsTree {
   int WriteDynamicEvents(std::string_view text, bool append, const Caller& caller);
   int WriteSetEvent(Instance& instance, std::string_view text, bool append);
   int WriteEnable(Instance& instance, std::string_view system, std::string_view text);
+  std::vector<Event*> SystemEvents(std::string_view system) const;
 
   EventRegistry* registry_;
   InstanceSet* instances_;

@@ -230,4 +230,11 @@ DaemonProcess::~DaemonProcess() {
   if (pid_ > 0) Stop();
 }
 
+void PrivateDaemonTest::SetUp() {
+  std::string error;
+  daemon_ = consumer::PrivateDaemon::Start(&error);
+  ASSERT_NE(daemon_, nullptr) << error;
+  dir_ = daemon_->dir();
+}
+
 }  // namespace udiag::integration

@@ -12,7 +12,10 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "consumer/consumer_client.h"
+#include "consumer/private_daemon.h"
 
 namespace udiag::integration {
 
@@ -93,6 +96,14 @@ class DaemonProcess {
 
  private:
   pid_t pid_ = 0;
+};
+
+// A test with a udiagd of its own, in a temporary directory (dir_).
+class PrivateDaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  std::unique_ptr<consumer::PrivateDaemon> daemon_;
+  std::string dir_;
 };
 
 }  // namespace udiag::integration
