@@ -10,10 +10,10 @@
 #include <thread>
 
 #include "cli/cli_support.h"
+#include "cli/session_end.h"
 #include "cli/termination_signals.h"
 #include "consumer/private_daemon.h"
 #include "consumer/record_stream.h"
-#include "consumer/spawn.h"
 #include "export/event_exporter.h"
 #include "record/trace_files.h"
 
@@ -71,25 +71,9 @@ int Live(const ExportOptions& options, exporter::EventExporter& sink) {
   if (!opened.ok()) return Fail("record stream", opened.error());
   auto stream = std::move(opened).value();
 
-  std::atomic<bool> exited{false};
-  int status = 0;
-  std::thread waiter;
-  if (!options.command.empty()) {
-    setenv("UDIAG_DIR", dir.c_str(), 1);
-    auto pid = consumer::Spawn(options.command);
-    if (!pid.ok()) {
-      Fail("cannot run " + options.command[0], pid.error());
-      return pid.error() == ENOENT ? 127 : 126;
-    }
-    HandleTerminationSignals(*pid);
-    waiter = std::thread([&, pid = *pid] {
-      status = consumer::WaitForExit(pid);
-      exited = true;
-    });
-  } else {
-    HandleTerminationSignals(0);
-  }
-  const std::atomic<bool>& stop = options.command.empty() ? Interrupted() : exited;
+  SessionEnd session_end;
+  if (int status = session_end.Start(options.command, dir)) return status;
+  const std::atomic<bool>& stop = session_end.stop();
   auto quiet_since = std::chrono::steady_clock::now();
   int err = 0;
   for (;;) {
@@ -108,7 +92,7 @@ int Live(const ExportOptions& options, exporter::EventExporter& sink) {
       break;
     }
   }
-  if (waiter.joinable()) waiter.join();
+  int status = session_end.Finish();
   if (err) return Fail("exporting", err);
   return status;
 }

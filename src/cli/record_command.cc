@@ -15,10 +15,9 @@
 #include "base/errno_name.h"
 #include "cli/cli_support.h"
 #include "cli/recording_sink.h"
-#include "cli/termination_signals.h"
+#include "cli/session_end.h"
 #include "consumer/private_daemon.h"
 #include "consumer/record_stream.h"
-#include "consumer/spawn.h"
 
 namespace udiag::cli {
 namespace {
@@ -221,25 +220,9 @@ int Record(const RecordOptions& options) {
   if (!options.overwrite && open_stream()) return kExitFailure;
 
   auto started = Clock::now();
-  std::atomic<bool> exited{false};
-  int status = 0;
-  std::thread waiter;
-  if (!options.command.empty()) {
-    setenv("UDIAG_DIR", session.dir.c_str(), 1);
-    auto pid = consumer::Spawn(options.command);
-    if (!pid.ok()) {
-      Fail("cannot run " + options.command[0], pid.error());
-      return pid.error() == ENOENT ? 127 : 126;  // as shells report it
-    }
-    HandleTerminationSignals(*pid);
-    waiter = std::thread([&, pid = *pid] {
-      status = consumer::WaitForExit(pid);
-      exited = true;
-    });
-  } else {
-    HandleTerminationSignals(0);
-  }
-  const std::atomic<bool>& stop = options.command.empty() ? Interrupted() : exited;
+  SessionEnd session_end;
+  if (int status = session_end.Start(options.command, session.dir)) return status;
+  const std::atomic<bool>& stop = session_end.stop();
 
   int err = 0;
   if (stream) {
@@ -261,7 +244,7 @@ int Record(const RecordOptions& options) {
 
   int finish = (*writer)->Finish(CurrentInfo(sink));
   // The command keeps running after an early end; its exit still ends us.
-  if (waiter.joinable()) waiter.join();
+  int status = session_end.Finish();
   if (finish && format == record::TraceFormat::kTraceDat) {
     // A full disk (or a write error) stops the file growing; what was on
     // disk by then stays readable.

@@ -1,18 +1,16 @@
 #include "cli/trace_command.h"
 
 #include <fmt/format.h>
-#include <stdlib.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <memory>
-#include <thread>
 
 #include "cli/cli_support.h"
+#include "cli/session_end.h"
 #include "cli/termination_signals.h"
 #include "consumer/private_daemon.h"
-#include "consumer/spawn.h"
 
 namespace udiag::cli {
 namespace {
@@ -32,22 +30,10 @@ int StreamToStdout(consumer::ConsumerClient client, const std::string& path, con
 }
 
 int TraceCommand(consumer::ConsumerClient client, const std::string& dir, const std::vector<std::string>& command) {
-  // The command's libudiag then registers with the daemon we read from.
-  setenv("UDIAG_DIR", dir.c_str(), 1);
-  auto pid = consumer::Spawn(command);
-  if (!pid.ok()) {
-    Fail("cannot run " + command[0], pid.error());
-    return pid.error() == ENOENT ? 127 : 126;  // as shells report it
-  }
-  HandleTerminationSignals(*pid);
-  std::atomic<bool> exited{false};
-  int status = 0;
-  std::thread waiter([&] {
-    status = consumer::WaitForExit(*pid);
-    exited = true;
-  });
-  int result = StreamToStdout(std::move(client), "trace_pipe", &exited, kDrainQuiet);
-  waiter.join();  // a failed stream still lets the command finish
+  SessionEnd session_end;
+  if (int status = session_end.Start(command, dir)) return status;
+  int result = StreamToStdout(std::move(client), "trace_pipe", &session_end.stop(), kDrainQuiet);
+  int status = session_end.Finish();  // a failed stream still lets the command finish
   return result != 0 ? result : status;
 }
 

@@ -35,10 +35,10 @@ using consumer::ConsumerClient;
 using namespace std::chrono_literals;
 
 // Files a consumer may write (mode 0644); every other file is read-only.
-const std::set<std::string_view> kWritable = {"enable",         "dynamic_events",  "set_event",
-                                              "trace",          "tracing_on",      "buffer_size_kb",
-                                              "user_events_max", "trace_clock",    "overwrite",
-                                              "snapshot",       "user_events_data", "usdt_probe"};
+const std::set<std::string_view> kWritable = {
+    "enable",     "dynamic_events", "set_event",       "trace",       "tracing_on",          "buffer_size_kb",
+    "user_events_max", "trace_clock", "overwrite",     "snapshot",    "user_events_data",    "usdt_probe",
+    "filter",     "error_log",      "blocking_timeout_ms"};
 
 std::string_view BaseName(std::string_view path) { return path.substr(path.find_last_of('/') + 1); }
 

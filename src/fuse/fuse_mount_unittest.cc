@@ -106,7 +106,8 @@ TEST_F(FuseMountTest, IssueShellSequence) {
   EXPECT_EQ(s.status, 0) << s.err;
   EXPECT_EQ(Run("cat dynamic_events").out, "u:test u32 count\n");
   EXPECT_EQ(Run("cat user_events_status").out, "test\n\nActive: 1\nBusy: 0\n");
-  EXPECT_EQ(Run("ls events/user_events").out, "enable\ntest\n");
+  EXPECT_EQ(Run("ls events/user_events").out, "enable\nfilter\ntest\n");
+  EXPECT_EQ(Run("ls -l events/user_events/filter | cut -c1-10").out, "-rw-r--r--\n");
   EXPECT_EQ(Run("ls -l events/user_events/test/enable | cut -c1-10").out, "-rw-r--r--\n");
   EXPECT_EQ(Run("ls -l events/user_events/test/format | cut -c1-10").out, "-r--r--r--\n");
 

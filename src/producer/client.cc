@@ -152,7 +152,7 @@ void Client::StartAgent(bool connected) {
 }
 
 int Client::Call(ipc::MsgType type, const ipc::Encoder* body, std::span<const int> fds, Reply* reply,
-                 std::function<void(const Reply&)> on_reply) {
+                 std::function<void(const Reply&)> on_reply, int timeout_ms) {
   PendingCall call{reply, std::move(on_reply)};
   std::unique_lock lock(mu_);
   if (dead_) return ENOTCONN;
@@ -164,7 +164,8 @@ int Client::Call(ipc::MsgType type, const ipc::Encoder* body, std::span<const in
     pending_.erase(seq);
     return err == EPIPE ? ENOTCONN : base::TimeoutErrno(err);
   }
-  if (!replied_.wait_for(lock, std::chrono::milliseconds(base::ClientTimeoutMs()), [&] { return call.done; })) {
+  if (timeout_ms < 0) timeout_ms = base::ClientTimeoutMs();
+  if (!replied_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return call.done; })) {
     // Not answered in time; a late reply finds no caller and is dropped.
     if (pending_.erase(seq) != 0) return ETIMEDOUT;
     // The agent took the reply just now and is handing it over: `call` must

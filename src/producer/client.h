@@ -66,11 +66,12 @@ class Client {
   // (ENOENT: no daemon; EACCES: refused) when there is none.
   static Client* Get();
 
-  // Sends a request and waits for the reply, at most ClientTimeoutMs()
-  // (then ETIMEDOUT; the reply is dropped if it comes later). `on_reply`
-  // runs on the agent thread before any later message is handled.
+  // Sends a request and waits for the reply, at most `timeout_ms` (by
+  // default ClientTimeoutMs()), then ETIMEDOUT; the reply is dropped if it
+  // comes later. `on_reply` runs on the agent thread before any later
+  // message is handled.
   int Call(ipc::MsgType type, const ipc::Encoder* body, std::span<const int> fds, Reply* reply,
-           std::function<void(const Reply&)> on_reply = {});
+           std::function<void(const Reply&)> on_reply = {}, int timeout_ms = -1);
 
   bool HasEnabler(uint64_t addr, uint8_t bit);
   // Agent-thread helpers for Call's on_reply: keep the local enabler list

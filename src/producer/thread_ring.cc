@@ -4,13 +4,19 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
+
+#include "base/tsc.h"
 
 namespace udiag::producer {
 
 thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
 
 namespace {
+
+constexpr uint64_t kRingRetryNs = 100'000'000;
+constexpr int kRingAckWaitMs = 20;
 
 void Unmap(ring::RingMapping& m) {
   if (m.base) munmap(m.base, m.bytes);
@@ -64,6 +70,7 @@ pthread_key_t ExitKey() {
 }  // namespace
 
 bool RenewThreadRing() {
+  if (t_ring.retry_after_ns != 0 && base::MonotonicNs() < t_ring.retry_after_ns) return false;
   uint32_t generation = g_fast.ring_generation.load(std::memory_order_acquire);
   uint32_t epoch = g_fast.epoch.load();
   Client* client = Client::Get();
@@ -77,19 +84,24 @@ bool RenewThreadRing() {
   static_cast<ring::RingHeader*>(m.base)->lost.store(lost, std::memory_order_relaxed);
   Unmap(t_ring.mapping);
   t_ring.writer = ring::RingWriter();
-  // Called, not posted: the reply comes once the daemon has mapped the ring
-  // and set its full_wait_ms, so a --block recording's first records wait
-  // instead of being dropped. The call is bounded by UDIAG_TIMEOUT_MS.
+  // The reply comes once the daemon has mapped the ring and set its
+  // full_wait_ms, so a healthy daemon's --block recording waits from the
+  // thread's first record. A daemon that does not answer within
+  // kRingAckWaitMs (stopped, swamped) maps the ring when it gets to it: the
+  // write goes on meanwhile, never held up by the daemon.
   Reply reply;
   int fds[] = {m.fd};
-  int err = client->Call(ipc::MsgType::kAddRing, nullptr, fds, &reply);
+  int err = client->Call(ipc::MsgType::kAddRing, nullptr, fds, &reply, {}, kRingAckWaitMs);
   close(m.fd);
   m.fd = -1;
+  if (err == ETIMEDOUT) err = 0;
   if (err || reply.error) {
     Unmap(m);
+    if (reply.error) t_ring.retry_after_ns = base::MonotonicNs() + kRingRetryNs;
     g_lost_while_disconnected.fetch_add(lost, std::memory_order_relaxed);  // the next ring tells
     return false;
   }
+  t_ring.retry_after_ns = 0;
   t_ring.mapping = m;
   t_ring.writer.Attach(m.base);
   t_ring.generation = generation;

@@ -23,11 +23,16 @@ struct ThreadRing {
   uint32_t generation = 0;
   uint32_t epoch = 0;  // the daemon connection the ring was given to
   pid_t owner = 0;     // the process that made it (not a forked child)
+  // After the daemon refused a ring (a per-user limit), no new one is asked
+  // for before this CLOCK_MONOTONIC time: the writes meanwhile fail at once
+  // instead of each making a round trip to the daemon.
+  uint64_t retry_after_ns = 0;
 };
 
 extern thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
 
-// Creates this thread's ring for the current generation; false on failure.
+// Creates this thread's ring for the current generation; false on failure
+// (and, after a refusal, without asking again for kRingRetryNs).
 [[gnu::cold]] bool RenewThreadRing();
 
 inline ring::RingWriter* CurrentThreadRing() {

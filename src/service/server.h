@@ -111,6 +111,7 @@ class Server : public EventRegistry::Observer {
     bool stream_waits = false;  // the stream's ring is full: until the recorder pokes
     std::vector<AutoRule> auto_rules;
     std::set<AutoKey> auto_enabled;
+    std::map<AutoKey, std::string> auto_filters;  // set by its rules; cleared with the last hold
   };
   struct DataFile {
     base::ScopedFd daemon_end;

@@ -32,7 +32,10 @@ void Server::ApplyAutoEnable(Connection& conn, Event& event) {
     Instance* instance = instances_->Find(rule.instance);
     if (!instance) continue;
     // A filter that does not parse for the event keeps it off (the error is in its filter file and error_log).
-    if (!rule.filter.empty() && instance->filters().Write(event, rule.filter, &instance->error_log())) continue;
+    if (!rule.filter.empty()) {
+      if (instance->filters().Write(event, rule.filter, &instance->error_log())) continue;
+      conn.auto_filters[key] = rule.filter;
+    }
     conn.auto_enabled.insert(key);
     if (auto_holds_[key]++ == 0 && !instance->IsEnabled(event.id)) {
       auto_turned_on_.insert(key);
@@ -41,15 +44,25 @@ void Server::ApplyAutoEnable(Connection& conn, Event& event) {
   }
 }
 
+// The last hold on an event undoes what the rules did to it: the enable
+// (unless someone else had enabled it) and the filter (unless someone has
+// written another since), so `udiag trace -f` leaves no filter behind.
 void Server::ReleaseAutoEnables(Connection& conn) {
   for (const AutoKey& key : conn.auto_enabled) {
     if (--auto_holds_[key] > 0) continue;
     auto_holds_.erase(key);
+    bool turned_on = auto_turned_on_.erase(key) > 0;
     Event* e = registry_->FindById(key.second);
     Instance* instance = instances_->Find(key.first);
-    if (auto_turned_on_.erase(key) && e && instance) instances_->SetEnabled(*instance, e, false);
+    if (!e || !instance) continue;
+    if (turned_on) instances_->SetEnabled(*instance, e, false);
+    auto filter = conn.auto_filters.find(key);
+    if (filter != conn.auto_filters.end() && instance->filters().Read(*e) == filter->second + "\n") {
+      instance->filters().Write(*e, "0", &instance->error_log());
+    }
   }
   conn.auto_enabled.clear();
+  conn.auto_filters.clear();
 }
 
 void Server::ForgetAutoEnables(const std::string& name) {

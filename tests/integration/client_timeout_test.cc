@@ -1,6 +1,6 @@
 // Every client call has a bound: with udiagd stopped (SIGSTOP), udiag_open,
 // the register ioctl and consumer calls fail with ETIMEDOUT after
-// UDIAG_TIMEOUT_MS instead of hanging.
+// UDIAG_TIMEOUT_MS instead of hanging; writes do not wait for it at all.
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -65,6 +65,31 @@ TEST_F(ClientTimeoutTest, ConsumerCallsTimeOutOnAStoppedDaemon) {
   auto fresh = consumer::ConsumerClient::Connect(dir_);
   ASSERT_FALSE(fresh.ok());
   EXPECT_EQ(fresh.error(), ETIMEDOUT);
+}
+
+// A thread's first write hands the daemon its new ring; with the daemon
+// stopped and a bound far beyond the test's limit, the writes still go on,
+// and the daemon reads them once it continues.
+TEST_F(ClientTimeoutTest, NewThreadWritesDoNotWaitForAStoppedDaemon) {
+  setenv("UDIAG_TIMEOUT_MS", "600000", 1);
+  auto consumer = MustConnect(dir_);
+  ASSERT_EQ(consumer.AutoEnable("fresh"), 0);
+  pid_t producer = StartProcess({Bin("new_thread_producer"), "fresh", "1000"}, {.udiag_dir = dir_});
+  ASSERT_GT(producer, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(producer, &status, WUNTRACED), producer);
+  ASSERT_TRUE(WIFSTOPPED(status)) << "exit status " << WEXITSTATUS(status);
+  StopDaemon();
+  ASSERT_EQ(kill(producer, SIGCONT), 0);
+  EXPECT_EQ(WaitExit(producer, kGenerous), 0) << "a write waited for the stopped daemon";
+  ASSERT_EQ(kill(daemon_.pid(), SIGCONT), 0);
+  stopped_ = false;
+  std::string trace;
+  EXPECT_TRUE(PollUntil([&] {
+    auto t = consumer.Read("trace");
+    trace = t.ok() ? *t : "";
+    return SeqsOf(trace, "fresh").size() == 1000;
+  })) << SeqsOf(trace, "fresh").size() << " of 1000 events";
 }
 
 TEST_F(ClientTimeoutTest, CallsWorkAgainOnceTheDaemonContinues) {

@@ -130,6 +130,9 @@ TEST_F(FiltersTest, UdiagTraceFilterAppliesToThePrecedingEvent) {
                           {.udiag_dir = dir_, .stdout_path = out, .stderr_path = err});
   ASSERT_EQ(status, 0) << ReadFileText(err);
   EXPECT_EQ(SeqsOf(ReadFileText(out), "ftest"), Expected({5, 6})) << ReadFileText(out);
+  // Its filter goes with it, as its enable does.
+  EXPECT_TRUE(PollUntil([&] { return Read("events/user_events/ftest/filter") == "none\n"; }))
+      << "udiag trace left its filter behind: " << Read("events/user_events/ftest/filter");
 
   // A filter that does not parse for the event: the error_log entry, exit 1.
   status = RunProgram({Bin("udiag"), "trace", "-e", "ftest", "-f", "sqe == 1", "--", "/bin/true"},

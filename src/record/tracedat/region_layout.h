@@ -25,6 +25,8 @@ namespace udiag::record::tracedat {
 // a page] then the header. Inside the first region, which is never smaller.
 inline constexpr uint64_t kHeaderBackupOffset = uint64_t{1} << 30;
 inline constexpr char kHeaderBackupMagic[16] = "udiag-header-v1";
+// Blocks allocated up front for the header and for its twin.
+inline constexpr uint64_t kHeaderReserveBytes = 256 << 10;
 
 struct RegionLayout {
   uint64_t region_bytes = 0;  // a power of two, at least 4 GiB

@@ -68,7 +68,13 @@ class TraceDatWriter : public TraceWriter {
  public:
   TraceDatWriter(base::ScopedFd out, std::string directory, std::optional<tracedat::RegionLayout> regions)
       : out_(std::move(out)), directory_(std::move(directory)), regions_(regions) {
-    if (regions_) BlockWriter::PreferDirectIo(out_.get());
+    if (!regions_) return;
+    BlockWriter::PreferDirectIo(out_.get());
+    // The header and its twin get their blocks now, so that rewriting them
+    // on a disk filled up by the pages needs none (best effort: the squeeze
+    // at the end drops what the header does not use).
+    ::fallocate(out_.get(), 0, 0, tracedat::kHeaderReserveBytes);
+    ::fallocate(out_.get(), 0, tracedat::kHeaderBackupOffset, tracedat::kPageSize + tracedat::kHeaderReserveBytes);
   }
   // Queued writes name the spools' descriptors: they finish before those close.
   ~TraceDatWriter() override { blocks_.Wait(); }
