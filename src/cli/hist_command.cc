@@ -1,20 +1,16 @@
 #include "cli/hist_command.h"
 
 #include <fmt/format.h>
-#include <signal.h>
-#include <stdlib.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <memory>
 #include <thread>
 
 #include "cli/cli_support.h"
-#include "cli/termination_signals.h"
+#include "cli/session_end.h"
 #include "consumer/private_daemon.h"
-#include "consumer/spawn.h"
 #include "trigger/hist_json.h"
 
 namespace udiag::cli {
@@ -62,32 +58,15 @@ int Hist(const HistOptions& options) {
   int armed = client->Write(event_dir + "/trigger", trigger, true);
   if (armed != 0 && armed != ENOENT) return Fail(event_dir + "/trigger: " + trigger, armed);
 
-  pid_t pid = 0;
-  std::atomic<bool> exited{false};
-  int status = 0;
-  std::thread waiter;
-  if (!options.command.empty()) {
-    setenv("UDIAG_DIR", dir.c_str(), 1);
-    auto spawned = consumer::Spawn(options.command);
-    if (!spawned.ok()) {
-      Fail("cannot run " + options.command[0], spawned.error());
-      return spawned.error() == ENOENT ? 127 : 126;  // as shells report it
-    }
-    pid = *spawned;
-    waiter = std::thread([&] {
-      status = consumer::WaitForExit(pid);
-      exited = true;
-    });
-  }
-  HandleTerminationSignals(pid);
-  const std::atomic<bool>& stop = options.command.empty() ? Interrupted() : exited;
+  SessionEnd session_end;
+  if (int status = session_end.Start(options.command, dir)) return status;
   // Until the event is registered there is nothing to hang the trigger on.
-  while (armed == ENOENT && !stop.load()) {
+  while (armed == ENOENT && !session_end.stop().load()) {
     std::this_thread::sleep_for(kPollInterval);
     armed = client->Write(event_dir + "/trigger", trigger, true);
   }
-  while (!stop.load()) std::this_thread::sleep_for(kPollInterval);
-  if (waiter.joinable()) waiter.join();
+  while (!session_end.stop().load()) std::this_thread::sleep_for(kPollInterval);
+  const int status = session_end.Finish();
   if (armed != 0) {
     Fail(event_dir + "/trigger: " + trigger, armed);
     return kExitFailure;

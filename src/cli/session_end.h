@@ -1,4 +1,4 @@
-// What ends a session that reads events (`trace`, `record`, `export`): the
+// What ends a session that reads events (`trace`, `record`, `export`, `hist`): the
 // COMMAND it runs exiting, or, without a command, SIGINT/SIGTERM.
 #pragma once
 

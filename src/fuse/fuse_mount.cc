@@ -38,7 +38,7 @@ using namespace std::chrono_literals;
 const std::set<std::string_view> kWritable = {
     "enable",     "dynamic_events", "set_event",       "trace",       "tracing_on",          "buffer_size_kb",
     "user_events_max", "trace_clock", "overwrite",     "snapshot",    "user_events_data",    "usdt_probe",
-    "filter",     "error_log",      "blocking_timeout_ms"};
+    "filter",     "error_log",      "blocking_timeout_ms", "trigger"};
 
 std::string_view BaseName(std::string_view path) { return path.substr(path.find_last_of('/') + 1); }
 

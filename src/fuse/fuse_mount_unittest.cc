@@ -110,6 +110,7 @@ TEST_F(FuseMountTest, IssueShellSequence) {
   EXPECT_EQ(Run("ls -l events/user_events/filter | cut -c1-10").out, "-rw-r--r--\n");
   EXPECT_EQ(Run("ls -l events/user_events/test/enable | cut -c1-10").out, "-rw-r--r--\n");
   EXPECT_EQ(Run("ls -l events/user_events/test/format | cut -c1-10").out, "-r--r--r--\n");
+  EXPECT_EQ(Run("ls -l events/user_events/test/trigger | cut -c1-10").out, "-rw-r--r--\n");
 
   s = Run("echo 1 > events/user_events/test/enable");
   EXPECT_EQ(s.status, 0) << s.err;
