@@ -197,7 +197,8 @@ void AddHistCommand(CLI::App& app, CommandLine& line) {
       "(instances/hist-<pid>, removed when udiag exits) and prints its hist file in the kernel's\n"
       "layout when COMMAND exits (with its status) or, without COMMAND, on Ctrl-C or SIGTERM.\n"
       "KEY and VAL are the event's fields, KEY with .hex .log2 .buckets=N .execname, VAL with\n"
-      ".hex .percent .graph (docs/triggers.md). The event may be registered after udiag starts (by COMMAND).\n"
+      ".hex .percent .graph (docs/triggers.md). EVENT may be registered after udiag starts\n"
+      "(by COMMAND): the histogram starts then.\n"
       "If no udiagd is running, a private one is started for the duration.\n"
       "Example: udiag hist -e http_request -k status -v latency_ns --sort latency_ns.descending -- ./server");
   hist->add_option("-e,--event", line.hist.event, "EVENT: 'name' or 'system:name'")->required();
