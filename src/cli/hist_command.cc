@@ -58,19 +58,16 @@ int Hist(const HistOptions& options) {
   int armed = client->Write(event_dir + "/trigger", trigger, true);
   if (armed != 0 && armed != ENOENT) return Fail(event_dir + "/trigger: " + trigger, armed);
 
+  // Otherwise the daemon sets it as the event is registered, before the
+  // registration returns: a command's first events are counted too.
+  if (armed == ENOENT && (armed = client->AutoEnable(options.event, instance, "", trigger)) != 0) {
+    return Fail("enable " + options.event, armed);
+  }
+
   SessionEnd session_end;
   if (int status = session_end.Start(options.command, dir)) return status;
-  // Until the event is registered there is nothing to hang the trigger on.
-  while (armed == ENOENT && !session_end.stop().load()) {
-    std::this_thread::sleep_for(kPollInterval);
-    armed = client->Write(event_dir + "/trigger", trigger, true);
-  }
   while (!session_end.stop().load()) std::this_thread::sleep_for(kPollInterval);
   const int status = session_end.Finish();
-  if (armed != 0) {
-    Fail(event_dir + "/trigger: " + trigger, armed);
-    return kExitFailure;
-  }
   auto table = client->Read(event_dir + "/hist");  // drains the rings first
   if (!table.ok()) return Fail(event_dir + "/hist", table.error());
   if (!WriteToStdout(options.json ? trigger::HistTablesToJson(*table) : *table)) return kExitFailure;

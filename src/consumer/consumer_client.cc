@@ -68,8 +68,9 @@ ErrorOr<std::vector<std::pair<std::string, bool>>> ConsumerClient::List(const st
   return std::move(reply.entries);
 }
 
-int ConsumerClient::AutoEnable(const std::string& glob, const std::string& instance, const std::string& filter) {
-  return Call(ipc::MsgType::kAutoEnable, Encode(ipc::AutoEnableRequest{glob, instance, filter}));
+int ConsumerClient::AutoEnable(const std::string& glob, const std::string& instance, const std::string& filter,
+                               const std::string& trigger) {
+  return Call(ipc::MsgType::kAutoEnable, Encode(ipc::AutoEnableRequest{glob, instance, filter, trigger}));
 }
 
 pid_t ConsumerClient::DaemonPid() const {

@@ -63,7 +63,8 @@ class ConsumerClient {
   // `instance` names instances/<instance> ("" = top): the events are enabled there.
   // A `filter` is written to each matching event's `filter` file there (a
   // bad one shows in that file and in the instance's error_log).
-  int AutoEnable(const std::string& glob, const std::string& instance = "", const std::string& filter = "");
+  int AutoEnable(const std::string& glob, const std::string& instance = "", const std::string& filter = "",
+                 const std::string& trigger = "");
 
   // The daemon's process id as the kernel reports it for this connection
   // (SO_PEERCRED): 0 when it cannot tell (say, the daemon is in another pid

@@ -152,11 +152,14 @@ bool RecordStreamRequest::Decode(Decoder& d) {
   return d.ok();
 }
 
-void AutoEnableRequest::Encode(Encoder& e) const { e.PutBytes(glob).PutBytes(instance).PutBytes(filter); }
+void AutoEnableRequest::Encode(Encoder& e) const {
+  e.PutBytes(glob).PutBytes(instance).PutBytes(filter).PutBytes(trigger);
+}
 bool AutoEnableRequest::Decode(Decoder& d) {
   glob = d.GetBytes();
   instance = d.Rest().empty() ? std::string() : d.GetBytes();
   filter = d.Rest().empty() ? std::string() : d.GetBytes();
+  trigger = d.Rest().empty() ? std::string() : d.GetBytes();
   return d.ok();
 }
 

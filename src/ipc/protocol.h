@@ -186,7 +186,8 @@ struct PathRequest {  // kTreeRead, kTreeList, kTreePipe, kTreeRmdir
 struct AutoEnableRequest {
   std::string glob;
   std::string instance;
-  std::string filter;  // written to each matching event's `filter` in the instance ("": none)
+  std::string filter;   // written to each matching event's `filter` in the instance ("": none)
+  std::string trigger;  // written to each matching event's `trigger` there ("": none)
   void Encode(Encoder& e) const;
   bool Decode(Decoder& d);
 };

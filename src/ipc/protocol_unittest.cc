@@ -74,10 +74,12 @@ namespace udiag::ipc {
 namespace {
 
 TEST(ProtocolTest, AutoEnableNamesAnInstanceOrTheTop) {
-  AutoEnableRequest out = RoundTrip(AutoEnableRequest{"count_*", "rec", "count > 1"}, MsgType::kAutoEnable);
+  AutoEnableRequest out =
+      RoundTrip(AutoEnableRequest{"count_*", "rec", "count > 1", "hist:keys=count"}, MsgType::kAutoEnable);
   EXPECT_EQ(out.glob, "count_*");
   EXPECT_EQ(out.instance, "rec");
   EXPECT_EQ(out.filter, "count > 1");
+  EXPECT_EQ(out.trigger, "hist:keys=count");
   // An older client sends only the glob: the top instance.
   Encoder old;
   PathRequest{"count_*"}.Encode(old);

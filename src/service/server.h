@@ -73,7 +73,8 @@ class Server : public EventRegistry::Observer {
   struct AutoRule {
     std::string glob;
     std::string instance;
-    std::string filter;  // for each event it matches ("": none)
+    std::string filter;   // for each event it matches ("": none)
+    std::string trigger;  // likewise
   };
   using AutoKey = std::pair<std::string, uint32_t>;  // instance name, event id
   struct RingSource {

@@ -14,7 +14,7 @@ int Server::OnAutoEnable(Connection& conn, ipc::Decoder& body) {
   if (!req.Decode(body)) return EPROTO;
   if (!conn.caller.consumer) return EACCES;
   if (!instances_->Find(req.instance)) return ENOENT;
-  conn.auto_rules.push_back({req.glob, req.instance, req.filter});
+  conn.auto_rules.push_back({req.glob, req.instance, req.filter, req.trigger});
   for (Event* e : registry_->Events()) ApplyAutoEnable(conn, *e);
   return 0;
 }
@@ -35,6 +35,11 @@ void Server::ApplyAutoEnable(Connection& conn, Event& event) {
     if (!rule.filter.empty()) {
       if (instance->filters().Write(event, rule.filter, &instance->error_log())) continue;
       conn.auto_filters[key] = rule.filter;
+    }
+    // So does a trigger that is refused for it.
+    if (!rule.trigger.empty() &&
+        instance->triggers().Write(*instances_, *instance, event, rule.trigger, true, *registry_) != 0) {
+      continue;
     }
     conn.auto_enabled.insert(key);
     if (auto_holds_[key]++ == 0 && !instance->IsEnabled(event.id)) {

@@ -116,6 +116,21 @@ TEST_F(TriggersTest, UdiagHistPrintsTheTableWhenTheCommandEnds) {
   EXPECT_NE(ReadFileText(err).find("EINVAL"), std::string::npos) << ReadFileText(err);
 }
 
+// An event the command registers as it starts and writes at once (it does
+// not wait to be enabled): the daemon sets the histogram before the
+// registration returns, so every event counts.
+TEST_F(TriggersTest, UdiagHistCountsAnEventTheCommandRegisters) {
+  TempDir tmp;
+  const std::string out = tmp.path() + "/hist.txt", err = tmp.path() + "/err.txt";
+  int status = RunProgram({Bin("udiag"), "hist", "-e", "http_request", "-k", "status", "--", Bin("example_cpp"), "30"},
+                          {.udiag_dir = dir_, .stdout_path = out, .stderr_path = err});
+  ASSERT_EQ(status, 0) << ReadFileText(err);
+  std::string table = ReadFileText(out);
+  EXPECT_NE(table.find("{ status:        200 } hitcount:         15\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("{ status:        404 } hitcount:         15\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("    Hits: 30\n"), std::string::npos) << table;
+}
+
 TEST_F(TriggersTest, UdiagHistJson) {
   TempDir tmp;
   const std::string out = tmp.path() + "/hist.json";
