@@ -17,16 +17,10 @@ class FiltersTest : public PrivateDaemonTest {
   void SetUp() override {
     PrivateDaemonTest::SetUp();
     if (HasFatalFailure()) return;
-    client_.emplace(MustConnect(dir_));
     // hammer_producer registers "<name> u32 seq": the same event.
     ASSERT_EQ(client_->Write("dynamic_events", "u:ftest u32 seq\nu:other u64 value", true), 0);
   }
 
-  std::string Read(const std::string& path) {
-    auto text = client_->Read(path);
-    EXPECT_TRUE(text.ok()) << path << ": " << text.error();
-    return text.ok() ? *text : "";
-  }
   int Write(const std::string& path, const std::string& text) { return client_->Write(path, text, false); }
 
   // Runs hammer_producer for `count` events and waits until `trace_path`
@@ -42,8 +36,6 @@ class FiltersTest : public PrivateDaemonTest {
     for (uint32_t s : seqs) out[s] = 1;
     return out;
   }
-
-  std::optional<consumer::ConsumerClient> client_;
 };
 
 TEST_F(FiltersTest, FilterDropsEventsAndReadsBack) {

@@ -235,6 +235,13 @@ void PrivateDaemonTest::SetUp() {
   daemon_ = consumer::PrivateDaemon::Start(&error);
   ASSERT_NE(daemon_, nullptr) << error;
   dir_ = daemon_->dir();
+  client_.emplace(MustConnect(dir_));
+}
+
+std::string PrivateDaemonTest::Read(const std::string& path) {
+  auto text = client_->Read(path);
+  EXPECT_TRUE(text.ok()) << path << ": " << text.error();
+  return text.ok() ? *text : "";
 }
 
 }  // namespace udiag::integration

@@ -101,9 +101,13 @@ class DaemonProcess {
 // A test with a udiagd of its own, in a temporary directory (dir_).
 class PrivateDaemonTest : public ::testing::Test {
  protected:
+  // Starts the daemon and connects client_ to it.
   void SetUp() override;
+  // A tree file's text through client_; "" (and a test failure) on error.
+  std::string Read(const std::string& path);
   std::unique_ptr<consumer::PrivateDaemon> daemon_;
   std::string dir_;
+  std::optional<consumer::ConsumerClient> client_;
 };
 
 }  // namespace udiag::integration

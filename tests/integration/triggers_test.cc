@@ -17,16 +17,10 @@ class TriggersTest : public PrivateDaemonTest {
   void SetUp() override {
     PrivateDaemonTest::SetUp();
     if (HasFatalFailure()) return;
-    client_.emplace(MustConnect(dir_));
     // hammer_producer registers "<name> u32 seq" and writes seq 0..count-1.
     ASSERT_EQ(client_->Write("dynamic_events", "u:ttest u32 seq", true), 0);
   }
 
-  std::string Read(const std::string& path) {
-    auto text = client_->Read(path);
-    EXPECT_TRUE(text.ok()) << path << ": " << text.error();
-    return text.ok() ? *text : "";
-  }
   int Write(const std::string& path, const std::string& text) { return client_->Write(path, text, true); }
   void Produce(uint32_t count) {
     ASSERT_EQ(RunProgram({Bin("hammer_producer"), "ttest", std::to_string(count)}, {.udiag_dir = dir_}), 0);
@@ -42,8 +36,6 @@ class TriggersTest : public PrivateDaemonTest {
     for (uint32_t s = first; s < end; ++s) out[s] = 1;
     return out;
   }
-
-  std::optional<consumer::ConsumerClient> client_;
 };
 
 TEST_F(TriggersTest, TraceoffWithCountAndFilterStopsAtTheMatch) {
