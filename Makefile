@@ -104,7 +104,9 @@ test-tsan: deps-test
 	if [[ "$${n:-0}" == 0 ]]; then \
 	  echo "make: no test is labelled '$(TSAN_LABEL)' in $(TSAN_DIR)" >&2; exit 1; \
 	fi
-	TSAN_OPTIONS='$(TSAN_OPTIONS)' $(CTEST) --test-dir $(TSAN_DIR) -L '$(TSAN_LABEL)'
+	# Under TSan everything runs 5-15x slower: the clients' bound on the daemon's
+	# silence (UDIAG_TIMEOUT_MS, 5 s) is stretched likewise.
+	UDIAG_TIMEOUT_MS=60000 TSAN_OPTIONS='$(TSAN_OPTIONS)' $(CTEST) --test-dir $(TSAN_DIR) -L '$(TSAN_LABEL)'
 
 ## fuzz-build: the libFuzzer harnesses of fuzz/ (clang, ASan+UBSan, build-fuzz/)
 # Only the harnesses and the libraries they fuzz are built (at -O1 with line

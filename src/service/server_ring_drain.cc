@@ -15,6 +15,11 @@ namespace {
 constexpr size_t kRoundRecords = 4096;
 constexpr size_t kRoundBytes = 4 << 20;
 constexpr int kMaxRounds = 64;
+// A pass also ends after this long, so that requests (an enable write and
+// the producers' acks it waits for) are answered while producers flood the
+// rings; a slow build (sanitizers) or a starved daemon takes far longer per
+// round than kMaxRounds assumes.
+constexpr uint64_t kMaxPassNs = 20'000'000;
 // The largest record a ring can hand over, with its common header: what a
 // holding-back instance must have room for, per record drained.
 constexpr size_t kMaxRecordBytes = schema::kCommonHeaderSize + ring::kMaxPayload;
@@ -28,9 +33,10 @@ void Server::SetRingsSleeping(bool sleeping) {
 // Drains every ring in rounds of at most kRoundRecords records per ring. Each
 // round publishes the rings' tails, so a fast producer gets its space back
 // while we work, and bounds the memory a round holds; the rounds of one pass
-// stop when the rings are empty or kMaxRounds were done.
+// stop when the rings are empty, kMaxRounds were done or kMaxPassNs passed.
 Server::DrainTotals Server::DrainRings() {
   DrainTotals total;
+  const uint64_t pass_end = base::MonotonicNs() + kMaxPassNs;
   // A single ring has no runs to merge with: its records go to the instances
   // as they are drained, through the same few bytes of arena.
   const bool deliver_now = rings_.size() == 1;
@@ -68,7 +74,7 @@ Server::DrainTotals Server::DrainRings() {
     // instance buffer still reaches a reader that keeps up.
     PumpRecordStreams();
     total.records += drained_.size() + delivered_now;
-    if (!more) break;
+    if (!more || base::MonotonicNs() > pass_end) break;
   }
   // Rings of exited threads and processes go once they are empty.
   std::erase_if(rings_, [&](const RingSource& src) {
