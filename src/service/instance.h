@@ -27,6 +27,17 @@ inline constexpr size_t kDefaultBufferKb = 4096;
 // Bounds what one consumer can make the daemon hold (each buffer fills only when used).
 inline constexpr size_t kMaxInstances = 1024;
 
+// Takes a record session's records instead of its buffer: the recorder's
+// stream (RecordStreamSender in page mode) puts them straight into trace.dat
+// pages, with no copy into the buffer and out again.
+class RecordTaker {
+ public:
+  virtual ~RecordTaker() = default;
+  // `lost_before`: records this instance lost just before this one.
+  virtual void Take(const Event& event, const EntryMeta& meta, uint64_t lost_before,
+                    std::span<const uint8_t> record) = 0;
+};
+
 class Instance {
  public:
   explicit Instance(std::string name) : name_(std::move(name)), buffer_(kDefaultBufferKb * 1024) {}
@@ -92,14 +103,37 @@ class Instance {
     if (snapshot_) snapshot_->Clear();
   }
 
+  // The record stream that takes the records instead of the buffer, or null.
+  // It takes them only while the buffer is empty (what is in it goes first)
+  // and nothing holds producers back for it (`--block` waits on the buffer's
+  // room) and the buffer is not a flight recorder; otherwise they are
+  // appended to the buffer as usual.
+  RecordTaker* taker() const { return taker_; }
+  void set_taker(RecordTaker* taker) { taker_ = taker; }
+  // Keeps one record that passed the filters: in the buffer, or handed over.
+  void Keep(const Event& event, const EntryMeta& meta, std::span<const uint8_t> record) {
+    if (taker_ && buffer_.entries() == 0 && blocking_timeout_ms_ == 0 && !buffer_.overwrite()) {
+      taker_->Take(event, meta, buffer_.TakePendingLost(), record);
+    } else {
+      buffer_.Append(meta, record);
+    }
+  }
+
   // The connection whose closing removes this instance (a record session), or 0.
   uint64_t owner() const { return owner_; }
   // Open trace_pipe readers and record streams: rmdir is EBUSY while any is.
   int readers() const { return readers_; }
-  void AddReader() { ++readers_; }
+  // A second reader shares the buffer: nothing is handed over any more.
+  void AddReader() {
+    ++readers_;
+    taker_ = nullptr;
+  }
   void RemoveReader() { --readers_; }
   int record_streams() const { return record_streams_; }
-  void AddRecordStream() { ++record_streams_; }
+  void AddRecordStream() {
+    ++record_streams_;
+    taker_ = nullptr;
+  }
   void RemoveRecordStream() { --record_streams_; }
   // A record session: owned by a connection or read by a record stream.
   bool records() const { return owner_ != 0 || record_streams_ > 0; }
@@ -122,6 +156,7 @@ class Instance {
   uint64_t last_progress_ns_ = 0;  // when it last had room or was read
   int readers_ = 0;
   int record_streams_ = 0;
+  RecordTaker* taker_ = nullptr;
 };
 
 class InstanceSet {
@@ -169,7 +204,7 @@ class InstanceSet {
       if (instance->usdt_probe()) {
         probe = true;
       } else {
-        instance->buffer().Append(meta, record);
+        instance->Keep(event, meta, record);
       }
     }
     if (probe && EventProbeAttached()) FireEventProbe(event.id, meta, record);

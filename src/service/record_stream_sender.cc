@@ -83,14 +83,7 @@ int RecordStreamSender::SendBatch() {
   total += out_.size() - from;
   if (total == 0) return 0;
   size_t sent = CopyIntoRing(total);
-  int err = 0;
-  if (ring_->broken()) {
-    err = EPROTO;
-  } else if (sent > 0 && ring_->Publish(sent)) {
-    // The reader sleeps: one byte wakes it (a full socket already will).
-    ssize_t n = send(socket_.get(), "w", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) err = errno;
-  }
+  int err = Publish(sent);
   // The pieces leave the buffer now, as if sent: what was not is copied.
   unsent_.clear();
   for (const iovec& piece : iov_) {
@@ -104,6 +97,14 @@ int RecordStreamSender::SendBatch() {
   out_.swap(unsent_);
   if (err != 0) return err;
   return out_.empty() ? 0 : EAGAIN;
+}
+
+int RecordStreamSender::Publish(size_t bytes) {
+  if (ring_->broken()) return EPROTO;
+  if (bytes == 0 || !ring_->Publish(bytes)) return 0;
+  // The reader sleeps: one byte wakes it (a full socket already will).
+  ssize_t n = send(socket_.get(), "w", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+  return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR ? errno : 0;
 }
 
 size_t RecordStreamSender::CopyIntoRing(size_t total) {
@@ -124,7 +125,7 @@ size_t RecordStreamSender::CopyIntoRing(size_t total) {
 
 int RecordStreamSender::PumpPages() {
   for (;;) {
-    if (int err = SendBatch()) return err;
+    if (int err = SendPending()) return err;
     if (!EncodePages()) break;
   }
   const bool ending = !instance_->tracing_on();
@@ -132,7 +133,45 @@ int RecordStreamSender::PumpPages() {
   // Losses after the last record go out on their own only at the end:
   // until then the next page carries them.
   if (ending && unsent_since_ns_ == 0 && lost_pending_ > 0) AppendLost(std::exchange(lost_pending_, 0));
-  return SendBatch();
+  return SendPending();
+}
+
+int RecordStreamSender::SendPending() {
+  const size_t total = out_.size() - out_sent_;
+  if (total == 0) return 0;
+  uint64_t room = ring_->Writable();
+  if (room < total) room = ring_->WaitForRoom();
+  const size_t n = std::min<size_t>(room, total);
+  std::memcpy(ring_->write_position(), out_.data() + out_sent_, n);
+  out_sent_ += n;
+  if (out_sent_ == out_.size()) {
+    out_.clear();
+    out_sent_ = 0;
+  } else if (out_sent_ >= kBatchBytes) {
+    // Moved down once a batch went out, so the backlog is copied O(1) times per byte.
+    out_.erase(out_.begin(), out_.begin() + static_cast<ptrdiff_t>(out_sent_));
+    out_sent_ = 0;
+  }
+  if (int err = Publish(n)) return err;
+  return out_.empty() ? 0 : EAGAIN;
+}
+
+void RecordStreamSender::Take(const Event& event, const EntryMeta& meta, uint64_t lost_before,
+                              std::span<const uint8_t> record) {
+  if (out_.size() - out_sent_ > instance_->buffer().capacity()) {
+    lost_pending_ += 1 + lost_before;  // the recorder is that far behind: as a full buffer drops
+    return;
+  }
+  if (event.id != last_type_ || meta.tid != last_tid_) AnnounceSender(event, meta.pid, meta.tid);
+  EncodeRecord(meta.cpu, meta.timestamp, lost_before, record);
+  if (unsent_since_ns_ == 0) unsent_since_ns_ = base::MonotonicNs();
+}
+
+void RecordStreamSender::AnnounceSender(const Event& event, uint32_t pid, uint32_t tid) {
+  if (!TypeSent(event.id)) AppendEventType(event);
+  if (tid != last_tid_ && !tasks_sent_.contains(tid)) AppendTask(pid, tid);
+  last_type_ = event.id;
+  last_tid_ = tid;
 }
 
 bool RecordStreamSender::EncodePages() {
@@ -151,17 +190,12 @@ bool RecordStreamSender::EncodePages() {
     ++count;
     uint16_t type = TypeOf(entry, at);
     if (type != last_type_ || entry.tid != last_tid_) {
-      if (!TypeSent(type)) {
-        const Event* event = registry_->FindById(type);
-        if (!event) {  // gone meanwhile: no type to send, so it counts as lost
-          lost_pending_ += 1 + entry.lost_before;
-          continue;
-        }
-        AppendEventType(*event);
+      const Event* event = registry_->FindById(type);
+      if (!event) {  // gone meanwhile: no type to send, so it counts as lost
+        lost_pending_ += 1 + entry.lost_before;
+        continue;
       }
-      if (entry.tid != last_tid_ && !tasks_sent_.contains(entry.tid)) AppendTask(entry.pid, entry.tid);
-      last_type_ = type;
-      last_tid_ = entry.tid;
+      AnnounceSender(*event, entry.pid, entry.tid);
     }
     EncodeRecord(entry.cpu, entry.timestamp, entry.lost_before, {at + sizeof(entry), entry.record_size});
   }

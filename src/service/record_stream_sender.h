@@ -10,7 +10,9 @@
 // page per cpu, and only whole pages go out (kPage frames): the reader, a
 // trace.dat recorder, stores them as they are, with no work per event. A
 // partly filled page goes out once it has waited kPageFlushNs, or when the
-// instance stops tracing (the end of a recording).
+// instance stops tracing (the end of a recording). When it is the instance's
+// only reader it is the instance's RecordTaker: the drain loop hands it each
+// record, which goes into its page at once, and the buffer stays empty.
 #pragma once
 
 #include <sys/uio.h>
@@ -32,7 +34,7 @@
 
 namespace udiag::service {
 
-class RecordStreamSender {
+class RecordStreamSender final : public RecordTaker {
  public:
   // The thread name for a task frame ("" when unknown).
   using CommLookup = std::function<std::string(uint32_t tid)>;
@@ -56,6 +58,11 @@ class RecordStreamSender {
   bool TakeWakeups();
   // The event with this id is gone; if the id is reused, its type is sent again.
   void ForgetType(uint32_t id);
+  // Page mode: encodes a record into its cpu's page now (RecordTaker). What
+  // waits for room in the ring is bounded by the instance's buffer size;
+  // beyond it records are counted as lost.
+  void Take(const Event& event, const EntryMeta& meta, uint64_t lost_before,
+            std::span<const uint8_t> record) override;
 
  private:
   // One records frame of a batch: its header, after any frames before it,
@@ -68,6 +75,13 @@ class RecordStreamSender {
 
   // Page mode's Pump.
   int PumpPages();
+  // Page mode: copies what out_ holds past out_sent_ into the ring, as much
+  // as fits (frames may be split: the stream is a byte stream).
+  int SendPending();
+  // Publishes `bytes` written into the ring and wakes a sleeping reader.
+  int Publish(size_t bytes);
+  // Sends the types and task frames a record of `event` from `meta`'s thread needs first.
+  void AnnounceSender(const Event& event, uint32_t pid, uint32_t tid);
   // Encodes the entries of the buffer's oldest run into pages, consuming
   // them, until out_ holds a batch. False when the buffer was empty.
   bool EncodePages();
@@ -102,6 +116,7 @@ class RecordStreamSender {
   const EventRegistry* registry_;
   CommLookup comm_;
   std::vector<uint8_t> out_;  // bytes not yet written
+  size_t out_sent_ = 0;       // page mode: of out_, the bytes already in the ring
   std::vector<Piece> pieces_;        // of the batch being sent
   std::vector<uint8_t> unsent_;      // what the socket did not take, swapped into out_
   std::vector<iovec> iov_;

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -115,12 +116,26 @@ class SenderFixture : public ::testing::Test {
 
   void AppendRecords(uint64_t first_seq, uint64_t count, uint16_t cpu = 0) {
     for (uint64_t seq = first_seq; seq < first_seq + count; ++seq) {
-      uint8_t record[8 + 32] = {};
-      const auto type = static_cast<uint16_t>(event_->id);
-      std::memcpy(record, &type, sizeof(type));
-      std::memcpy(record + 8, &seq, sizeof(seq));
+      auto record = Record(seq);
       ASSERT_TRUE(instance_.buffer().Append({seq, 1, 2, cpu}, record));
     }
+  }
+
+  // As the drain loop keeps records that passed the filters: handed to the
+  // instance's taker, or into its buffer.
+  void KeepRecords(uint64_t first_seq, uint64_t count) {
+    for (uint64_t seq = first_seq; seq < first_seq + count; ++seq) {
+      auto record = Record(seq);
+      instance_.Keep(*event_, {seq, 1, 2, 0}, record);
+    }
+  }
+
+  std::array<uint8_t, 8 + 32> Record(uint64_t seq) const {
+    std::array<uint8_t, 8 + 32> record{};
+    const auto type = static_cast<uint16_t>(event_->id);
+    std::memcpy(record.data(), &type, sizeof(type));
+    std::memcpy(record.data() + 8, &seq, sizeof(seq));
+    return record;
   }
 
   // Ends the recording as `udiag record` does (tracing off), so that page
@@ -289,6 +304,61 @@ TEST_F(PageStreamSenderTest, EachCpuHasItsPagesAndNoneBeyondTheMachine) {
   const auto cpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF));
   ASSERT_GE(d.page_cpus.size(), 2u);
   for (uint32_t cpu : d.page_cpus) EXPECT_LT(cpu, cpus);
+}
+
+// Page mode as the sole reader: the drain loop hands records over, and they
+// go into pages with no stop in the buffer.
+TEST_F(PageStreamSenderTest, HandedOverRecordsSkipTheBufferAndKeepTheirOrder) {
+  instance_.set_taker(&*sender_);
+  const uint64_t kRecords = 40000;
+  for (uint64_t seq = 0; seq < kRecords; seq += 1000) {
+    KeepRecords(seq, 1000);
+    EXPECT_EQ(instance_.buffer().entries(), 0u);
+    int result = sender_->Pump();
+    ASSERT_TRUE(result == 0 || result == EAGAIN) << result;
+    ReadAvailable();
+  }
+  EndAndReadAll();
+  Decoded d = Decode(received_);
+  EXPECT_EQ(d.event_types, 1);
+  EXPECT_EQ(d.tasks, 1);
+  EXPECT_EQ(d.lost, 0u);
+  ASSERT_EQ(d.seqs.size(), kRecords);
+  for (uint64_t i = 0; i < kRecords; ++i) ASSERT_EQ(d.seqs[i], i);
+}
+
+TEST_F(PageStreamSenderTest, WhatTheBufferHoldsGoesBeforeHandedOverRecords) {
+  AppendRecords(0, 100);  // kept while another reader shared the buffer, say
+  instance_.set_taker(&*sender_);
+  KeepRecords(100, 100);
+  EXPECT_EQ(instance_.buffer().entries(), 200u) << "behind the buffered ones, into the buffer";
+  ASSERT_EQ(sender_->Pump(), 0);
+  KeepRecords(200, 100);
+  EXPECT_EQ(instance_.buffer().entries(), 0u) << "the buffer is empty: handed over";
+  EndAndReadAll();
+  Decoded d = Decode(received_);
+  ASSERT_EQ(d.seqs.size(), 300u);
+  for (uint64_t i = 0; i < d.seqs.size(); ++i) ASSERT_EQ(d.seqs[i], i);
+}
+
+TEST_F(PageStreamSenderTest, ABacklogBeyondTheBufferSizeIsCountedAsLost) {
+  instance_.buffer().set_capacity(256 << 10);
+  instance_.set_taker(&*sender_);
+  // The reader reads nothing: the ring fills, then the backlog.
+  const uint64_t kRecords = 100000;
+  int result = 0;
+  for (uint64_t seq = 0; seq < kRecords; seq += 1000) {
+    KeepRecords(seq, 1000);
+    result = sender_->Pump();
+  }
+  EXPECT_EQ(result, EAGAIN);
+  instance_.buffer().NoteLost(7);  // a producer's ring overflowed too
+  KeepRecords(kRecords, 1);
+  EndAndReadAll();
+  Decoded d = Decode(received_);
+  EXPECT_GT(d.lost, 7u) << "the backlog was bounded";
+  EXPECT_EQ(d.seqs.size() + d.lost, kRecords + 1 + 7) << "every record is either kept or counted";
+  for (uint64_t i = 1; i < d.seqs.size(); ++i) ASSERT_LT(d.seqs[i - 1], d.seqs[i]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, RecordStreamSenderTest, ::testing::Values(false, true),

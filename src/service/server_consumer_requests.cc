@@ -105,12 +105,20 @@ int Server::OnRecordStream(Connection& conn, ipc::Decoder& body, uint32_t seq) {
                                                             registry_.get(),
                                                             [this](uint32_t tid) { return TaskComm(tid); }, req.pages);
   instance->AddRecordStream();
-  instance->buffer().Preallocate();
+  // Its sole reader, recording trace.dat pages: records go straight into them.
+  const bool sole_reader = instance->record_streams() == 1 && instance->readers() == 0;
+  if (req.pages && sole_reader && !instance->buffer().overwrite()) {
+    instance->set_taker(conn.record_stream.get());
+  } else {
+    instance->buffer().Preallocate();
+  }
   return 0;
 }
 
 void Server::EndRecordStream(Connection& conn) {
-  conn.record_stream->instance()->RemoveRecordStream();
+  Instance* instance = conn.record_stream->instance();
+  instance->RemoveRecordStream();
+  if (instance->taker() == conn.record_stream.get()) instance->set_taker(nullptr);
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, conn.record_stream->fd(), nullptr);
   conn.record_stream.reset();
   conn.stream_waits = false;
