@@ -39,13 +39,29 @@ void RecordingSink::OnRecord(const record::Record& record) {
   writer_->Write(out);
 }
 
-bool RecordingSink::OnPage(uint16_t cpu, std::span<const uint8_t> page) {
-  // A page is mostly one event after another: counted per run of one type.
-  uint64_t lost = 0, bytes = 0, events = 0, run = 0;
+bool RecordingSink::OnPage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) {
+  uint64_t lost = 0, base = 0;
+  std::span<const uint8_t> data;
+  if (record::tracedat::ReadPageHeader(page, sizeof(uint64_t), &lost, &data, &base) != 0) return false;
+  if (counts.only_type != 0) {
+    if (counts.only_type < by_id_.size()) by_id_[counts.only_type].count += counts.events;
+  } else if (!CountByType(page)) {
+    return false;
+  }
+  if (!writer_->WritePage(cpu, page)) return false;
+  events_ += counts.events;
+  bytes_ += data.size();
+  lost_ += lost;
+  max_cpu_ = std::max(max_cpu_, cpu);
+  return true;
+}
+
+// A page of several types is mostly one event after another: counted per run.
+bool RecordingSink::CountByType(std::span<const uint8_t> page) {
+  uint64_t lost = 0, run = 0;
   uint16_t run_type = 0;
   auto end_run = [&] {
     if (run_type < by_id_.size()) by_id_[run_type].count += run;
-    events += run;
     run = 0;
   };
   int err = record::tracedat::ForEachPageRecord(page, sizeof(uint64_t), &lost, [&](const record::tracedat::PageRecord& r) {
@@ -56,15 +72,9 @@ bool RecordingSink::OnPage(uint16_t cpu, std::span<const uint8_t> page) {
       run_type = type;
     }
     ++run;
-    bytes += r.data.size();
   });
   end_run();
-  if (err != 0 || !writer_->WritePage(cpu, page)) return false;
-  events_ += events;
-  bytes_ += bytes;
-  lost_ += lost;
-  max_cpu_ = std::max(max_cpu_, cpu);
-  return true;
+  return err == 0;
 }
 
 void RecordingSink::OnLost(uint64_t count) {

@@ -1,6 +1,8 @@
 // Where `udiag record` puts the record stream: into a trace file writer,
 // counting per event for the summary. Pages (a trace.dat recording's stream)
-// go to the writer as they are; only their event headers are read, to count. Timestamps handed to the writer never
+// go to the writer as they are, counted from what the daemon says of them
+// (their event headers are read only on a page of several event types).
+// Timestamps handed to the writer never
 // go backwards: a record committed late (its thread was preempted between
 // taking the time and committing) is stamped with the previous time, and
 // counted, so every format gets the order it needs.
@@ -24,7 +26,7 @@ class RecordingSink : public consumer::RecordSink {
   void OnTask(const record::Task& task) override;
   void OnRecord(const record::Record& record) override;
   void OnLost(uint64_t count) override;
-  bool OnPage(uint16_t cpu, std::span<const uint8_t> page) override;
+  bool OnPage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) override;
 
   uint64_t events() const { return events_; }
   uint64_t bytes() const { return bytes_; }
@@ -39,6 +41,9 @@ class RecordingSink : public consumer::RecordSink {
   std::string Summary() const;
 
  private:
+  // Adds a page's records to their events' counts, reading each event header.
+  bool CountByType(std::span<const uint8_t> page);
+
   struct Counted {
     std::string name;
     uint64_t count = 0;

@@ -167,7 +167,8 @@ bool RecordStream::DeliverFrames(RecordSink& sink) {
         ipc::PageFrame page;
         if (body.size() != ipc::kPageFrameBytes) return false;
         std::memcpy(&page, body.data(), sizeof(page));
-        if (page.cpu > UINT16_MAX || !sink.OnPage(static_cast<uint16_t>(page.cpu), body.subspan(sizeof(page)))) {
+        const PageCounts counts{page.events, page.only_type};
+        if (page.cpu > UINT16_MAX || !sink.OnPage(static_cast<uint16_t>(page.cpu), body.subspan(sizeof(page)), counts)) {
           return false;
         }
         break;

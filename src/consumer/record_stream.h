@@ -19,6 +19,12 @@
 
 namespace udiag::consumer {
 
+// What the daemon says of a page it sent.
+struct PageCounts {
+  uint32_t events = 0;     // records on it
+  uint32_t only_type = 0;  // the event id of all of them, or 0 when they are of several
+};
+
 // Receives a record stream in order. Types and tasks always come before the first record that uses them.
 class RecordSink {
  public:
@@ -28,12 +34,13 @@ class RecordSink {
   virtual void OnRecord(const record::Record& record) = 0;  // lost_before = losses just before it
   virtual void OnLost(uint64_t count) = 0;                    // losses not attached to a record (trailing)
   // A page-mode stream's ftrace ring-buffer page of `cpu` (ipc::kStreamPageSize
-  // bytes, valid during the call): its records, in time order. Returns false
-  // when the page is malformed or the sink takes no pages (the stream then
-  // fails with EPROTO).
-  virtual bool OnPage(uint16_t cpu, std::span<const uint8_t> page) {
+  // bytes, valid during the call): its records, in time order, `counts` as
+  // the daemon counted them. Returns false when the page is malformed or the
+  // sink takes no pages (the stream then fails with EPROTO).
+  virtual bool OnPage(uint16_t cpu, std::span<const uint8_t> page, const PageCounts& counts) {
     (void)cpu;
     (void)page;
+    (void)counts;
     return false;
   }
 };

@@ -20,7 +20,8 @@
 //               in time order, each common header + payload with the thread
 //               in common_pid, losses marked on the page as ftrace marks them.
 //               Only on a stream opened in page mode, instead of kRecords:
-//               a trace.dat recorder stores such pages as they are.
+//               a trace.dat recorder stores such pages as they are, and
+//               counts them from the PageFrame without reading them.
 //
 // RecordEntry is also how an instance buffer stores entries, so a run of them
 // goes to the socket without being rewritten.
@@ -52,9 +53,11 @@ static_assert(sizeof(RecordEntry) == 40);
 
 struct PageFrame {
   uint32_t cpu;
+  uint32_t events;     // records on the page
+  uint32_t only_type;  // the event id of every one of them, or 0 when they are of several
   uint32_t reserved;
 };
-static_assert(sizeof(PageFrame) == 8);
+static_assert(sizeof(PageFrame) == 16);
 // A page frame's body: the PageFrame, then the page (trace.dat's page size).
 inline constexpr uint32_t kStreamPageSize = 4096;
 inline constexpr uint32_t kPageFrameBytes = sizeof(PageFrame) + kStreamPageSize;

@@ -209,8 +209,8 @@ void RecordStreamSender::EncodeRecord(uint16_t cpu, uint64_t timestamp, uint64_t
   using record::tracedat::PageEncoder;
   const uint32_t slot = std::min<uint32_t>(cpu, cpu_limit_ - 1);
   if (slot >= page_of_cpu_.size()) page_of_cpu_.resize(slot + 1);
-  std::unique_ptr<PageEncoder>& page = page_of_cpu_[slot];
-  if (!page) page = std::make_unique<PageEncoder>();
+  std::unique_ptr<CpuPage>& page = page_of_cpu_[slot];
+  if (!page) page = std::make_unique<CpuPage>();
   const uint64_t lost = lost_before + std::exchange(lost_pending_, 0);
   if (record.size() < schema::kCommonHeaderSize || record.size() > PageEncoder::MaxDataSize()) {
     lost_pending_ = lost + 1;  // no page holds it
@@ -218,28 +218,32 @@ void RecordStreamSender::EncodeRecord(uint16_t cpu, uint64_t timestamp, uint64_t
   }
   if (lost > 0) {
     // ftrace marks losses on the page that follows them.
-    if (!page->empty()) AppendPage(slot, *page);
-    page->MarkLostBefore(lost);
+    if (!page->encoder.empty()) AppendPage(slot, *page);
+    page->encoder.MarkLostBefore(lost);
   }
-  if (page->Append(timestamp, record)) return;
-  AppendPage(slot, *page);
-  page->Append(timestamp, record);  // fits: an empty page takes MaxDataSize
+  if (!page->encoder.Append(timestamp, record)) {
+    AppendPage(slot, *page);
+    page->encoder.Append(timestamp, record);  // fits: an empty page takes MaxDataSize
+  }
+  uint16_t type;
+  std::memcpy(&type, record.data(), sizeof(type));
+  page->Count(type);
 }
 
-void RecordStreamSender::AppendPage(uint32_t cpu, record::tracedat::PageEncoder& page) {
+void RecordStreamSender::AppendPage(uint32_t cpu, CpuPage& page) {
   AppendFrameHeader(ipc::FrameKind::kPage, ipc::kPageFrameBytes);
-  const ipc::PageFrame frame{cpu, 0};
+  const ipc::PageFrame frame{cpu, std::exchange(page.events, 0), std::exchange(page.only_type, 0), 0};
   const auto* at = reinterpret_cast<const uint8_t*>(&frame);
   out_.insert(out_.end(), at, at + sizeof(frame));
   const size_t page_at = out_.size();
   out_.resize(page_at + ipc::kStreamPageSize);
-  page.FinishInto(out_.data() + page_at);
+  page.encoder.FinishInto(out_.data() + page_at);
 }
 
 void RecordStreamSender::FlushPages(bool all) {
   if (unsent_since_ns_ == 0 || (!all && base::MonotonicNs() - unsent_since_ns_ < kPageFlushNs)) return;
   for (uint32_t cpu = 0; cpu < page_of_cpu_.size(); ++cpu) {
-    if (page_of_cpu_[cpu] && !page_of_cpu_[cpu]->empty()) AppendPage(cpu, *page_of_cpu_[cpu]);
+    if (page_of_cpu_[cpu] && !page_of_cpu_[cpu]->encoder.empty()) AppendPage(cpu, *page_of_cpu_[cpu]);
   }
   unsent_since_ns_ = 0;
 }

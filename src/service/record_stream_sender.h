@@ -85,11 +85,22 @@ class RecordStreamSender final : public RecordTaker {
   // Encodes the entries of the buffer's oldest run into pages, consuming
   // them, until out_ holds a batch. False when the buffer was empty.
   bool EncodePages();
+  // A cpu's page being filled, and what the page frame will say of it.
+  struct CpuPage {
+    record::tracedat::PageEncoder encoder;
+    uint32_t events = 0;
+    uint32_t only_type = 0;  // 0: none yet, or several
+    void Count(uint16_t type) {
+      only_type = events == 0 || only_type == type ? type : 0;
+      ++events;
+    }
+  };
+
   // Adds one record to its cpu's page, first closing the page when it is
   // full or the record follows lost events.
   void EncodeRecord(uint16_t cpu, uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> record);
   // Appends the page of `cpu` to out_ as a kPage frame; it is empty afterwards.
-  void AppendPage(uint32_t cpu, record::tracedat::PageEncoder& page);
+  void AppendPage(uint32_t cpu, CpuPage& page);
   // Sends the partly filled pages when they have waited long enough, or
   // every one when `all`.
   void FlushPages(bool all);
@@ -130,7 +141,7 @@ class RecordStreamSender final : public RecordTaker {
   // next page, and since when some page has held records not sent.
   const bool pages_;
   const uint32_t cpu_limit_;  // cpus beyond the machine's are folded onto its last
-  std::vector<std::unique_ptr<record::tracedat::PageEncoder>> page_of_cpu_;
+  std::vector<std::unique_ptr<CpuPage>> page_of_cpu_;
   uint64_t lost_pending_ = 0;
   uint64_t unsent_since_ns_ = 0;  // 0: every page is empty
 };

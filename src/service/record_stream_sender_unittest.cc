@@ -22,6 +22,7 @@ struct Decoded {
   int event_types = 0, tasks = 0, record_frames = 0, pages = 0;
   std::vector<uint64_t> seqs;  // first payload word of each record, in order
   std::vector<uint32_t> page_cpus;
+  std::vector<uint32_t> page_types;  // each page frame's only_type
   uint64_t lost = 0;
 };
 
@@ -35,6 +36,16 @@ void DecodePageFrame(const uint8_t* body, uint32_t bytes, Decoded* out) {
   record::tracedat::DecodedPage page;
   ASSERT_EQ(record::tracedat::DecodePage({body + sizeof(frame), ipc::kStreamPageSize}, 8, &page), 0);
   out->lost += page.lost_before;
+  // The frame counts what the page holds, so that a recorder need not read it.
+  EXPECT_EQ(frame.events, page.records.size());
+  uint32_t only_type = 0;
+  for (size_t i = 0; i < page.records.size(); ++i) {
+    uint16_t type;
+    std::memcpy(&type, page.records[i].data.data(), sizeof(type));
+    only_type = i == 0 || only_type == type ? type : 0;
+  }
+  EXPECT_EQ(frame.only_type, only_type);
+  out->page_types.push_back(frame.only_type);
   for (const record::tracedat::PageRecord& r : page.records) {
     ASSERT_GE(r.data.size(), 8u + 32u);
     uint64_t seq;
@@ -304,6 +315,22 @@ TEST_F(PageStreamSenderTest, EachCpuHasItsPagesAndNoneBeyondTheMachine) {
   const auto cpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF));
   ASSERT_GE(d.page_cpus.size(), 2u);
   for (uint32_t cpu : d.page_cpus) EXPECT_LT(cpu, cpus);
+}
+
+TEST_F(PageStreamSenderTest, APageFrameNamesItsOneTypeOrNone) {
+  Event* other = registry_.FindOrCreate("other u64 seq; u64 b; u64 c; u64 d", false, false).value();
+  AppendRecords(0, 10);
+  ASSERT_EQ(sender_->Pump(), 0);
+  instance_.buffer().NoteLost(1);  // the next record starts a page
+  AppendRecords(10, 10);
+  auto record = Record(20);
+  const auto type = static_cast<uint16_t>(other->id);
+  std::memcpy(record.data(), &type, sizeof(type));
+  ASSERT_TRUE(instance_.buffer().Append({20, 1, 2, 0}, record));
+  EndAndReadAll();
+  Decoded d = Decode(received_);
+  EXPECT_EQ(d.page_types, (std::vector<uint32_t>{event_->id, 0}));
+  EXPECT_EQ(d.seqs.size(), 21u);
 }
 
 // Page mode as the sole reader: the drain loop hands records over, and they

@@ -19,8 +19,6 @@ std::optional<uint64_t> ReadLong(ByteCursor& cursor, uint32_t long_size) {
 
 }  // namespace
 
-namespace internal {
-
 int ReadPageHeader(std::span<const uint8_t> page, uint32_t long_size, uint64_t* lost_before,
                    std::span<const uint8_t>* events, uint64_t* timestamp) {
   *lost_before = 0;
@@ -46,7 +44,6 @@ int ReadPageHeader(std::span<const uint8_t> page, uint32_t long_size, uint64_t* 
   return 0;
 }
 
-}  // namespace internal
 
 int DecodePage(std::span<const uint8_t> page, uint32_t long_size, DecodedPage* out) {
   out->records.clear();

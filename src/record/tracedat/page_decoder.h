@@ -36,18 +36,17 @@ int ForEachPageRecord(std::span<const uint8_t> page, uint32_t long_size, uint64_
 // Decodes `page` into `out`, as ForEachPageRecord walks it.
 int DecodePage(std::span<const uint8_t> page, uint32_t long_size, DecodedPage* out);
 
-namespace internal {
 // The page's events, after its header: the data span and base timestamp,
-// with *lost_before set; EINVAL for a malformed header.
+// with *lost_before set, without reading the events; EINVAL for a malformed
+// header.
 int ReadPageHeader(std::span<const uint8_t> page, uint32_t long_size, uint64_t* lost_before,
                    std::span<const uint8_t>* events, uint64_t* timestamp);
-}  // namespace internal
 
 template <typename Visit>
 int ForEachPageRecord(std::span<const uint8_t> page, uint32_t long_size, uint64_t* lost_before, Visit&& visit) {
   std::span<const uint8_t> data;
   uint64_t now = 0;
-  if (int err = internal::ReadPageHeader(page, long_size, lost_before, &data, &now)) return err;
+  if (int err = ReadPageHeader(page, long_size, lost_before, &data, &now)) return err;
   size_t at = 0;
   auto word = [&](uint32_t* value) {
     if (data.size() - at < 4) return false;

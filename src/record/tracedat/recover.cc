@@ -56,7 +56,7 @@ bool RestoreTwin(int fd) {
 bool CompletePage(std::span<const uint8_t> page, uint32_t long_size, uint64_t* last_timestamp) {
   uint64_t lost = 0, timestamp = 0;
   std::span<const uint8_t> events;
-  if (internal::ReadPageHeader(page, long_size, &lost, &events, &timestamp) != 0) return false;
+  if (ReadPageHeader(page, long_size, &lost, &events, &timestamp) != 0) return false;
   if (events.empty() || timestamp == 0 || timestamp < *last_timestamp) return false;
   if (ForEachPageRecord(page, long_size, &lost, [](const PageRecord&) {}) != 0) return false;
   *last_timestamp = timestamp;
