@@ -27,6 +27,7 @@
 #include "service/event_registry.h"
 #include "service/instance.h"
 #include "service/record_stream_sender.h"
+#include "service/run_merge.h"
 #include "service/status_page.h"
 #include "service/tracefs_tree.h"
 #include "service/user_quotas.h"
@@ -197,9 +198,6 @@ class Server : public EventRegistry::Observer {
     EntryMeta meta;
     size_t offset, size;  // in arena_
   };
-  struct RingRun {  // one ring's records in drained_, in time order
-    size_t begin, end;
-  };
   struct DrainTotals {
     size_t records = 0;  // read, kept or rejected
     uint64_t bytes = 0;  // of ring consumed
@@ -256,7 +254,7 @@ class Server : public EventRegistry::Observer {
   uint64_t records_rejected_ = 0;
   std::vector<DrainedRecord> drained_;  // reused across rounds
   DrainArena arena_;
-  std::vector<RingRun> runs_;
+  std::vector<TimeRun> runs_;  // each ring's records in drained_, in time order
   std::vector<Instance*> holding_back_;  // this drain round's, see UpdateHoldBack
   uint32_t writer_wait_ms_ = 0;          // what the rings' full_wait_ms says
   size_t first_ring_ = 0;                // where the next drain round starts

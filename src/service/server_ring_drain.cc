@@ -7,6 +7,7 @@
 
 #include "base/tsc.h"
 #include "schema/event_description.h"
+#include "service/run_merge.h"
 
 namespace udiag::service {
 namespace {
@@ -177,29 +178,14 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
 }
 
 // Each ring's run is in time order already (one thread, one clock), so the
-// runs are merged rather than sorted; one run is delivered as it is.
+// runs are merged rather than sorted.
 void Server::DeliverInTimeOrder() {
-  auto deliver = [&](const DrainedRecord& d) {
-    instances_->Deliver(*d.event, d.meta, std::span<const uint8_t>(arena_.data() + d.offset, d.size));
-  };
-  if (runs_.size() == 1) {
-    for (const DrainedRecord& d : drained_) deliver(d);
-    return;
-  }
-  auto later = [&](const RingRun& a, const RingRun& b) {
-    return drained_[a.begin].meta.timestamp > drained_[b.begin].meta.timestamp;
-  };
-  std::make_heap(runs_.begin(), runs_.end(), later);
-  while (!runs_.empty()) {
-    std::pop_heap(runs_.begin(), runs_.end(), later);
-    RingRun& run = runs_.back();
-    deliver(drained_[run.begin++]);
-    if (run.begin == run.end) {
-      runs_.pop_back();
-    } else {
-      std::push_heap(runs_.begin(), runs_.end(), later);
-    }
-  }
+  MergeRunsInTimeOrder(
+      runs_, [&](size_t i) { return drained_[i].meta.timestamp; },
+      [&](size_t i) {
+        const DrainedRecord& d = drained_[i];
+        instances_->Deliver(*d.event, d.meta, std::span<const uint8_t>(arena_.data() + d.offset, d.size));
+      });
 }
 
 }  // namespace udiag::service
