@@ -64,7 +64,7 @@ void TscClock::AddAnchor(Anchor anchor) {
   Rebuild();
 }
 
-uint64_t TscClock::ToMonotonic(uint64_t tsc) {
+uint64_t TscClock::ToMonotonicInGeneral(uint64_t tsc) {
   const Anchor& first = anchors_.front();
   const Anchor& last = anchors_.back();
   uint64_t ns;

@@ -8,6 +8,7 @@
 // anchors also follow that drift. Not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -42,7 +43,23 @@ class TscClock {
   // Never goes backwards between calls with non-decreasing tsc, even across
   // new anchors (a jump back is flattened); saturates instead of wrapping on
   // absurd input.
-  uint64_t ToMonotonic(uint64_t tsc);
+  uint64_t ToMonotonic(uint64_t tsc) {
+    // The usual tick, not before the last conversion: in the last segment
+    // (drained records predate the anchor taken as the drain began) or past
+    // the last anchor, close enough that the product fits in 64 bits.
+    if (tsc >= last_tsc_) {
+      const bool past = tsc >= anchors_.back().tsc;
+      const Anchor& from = past ? anchors_.back() : segments_.back().start;
+      const uint64_t mult = past ? rate_mult_ : segments_.back().mult;
+      if (tsc >= from.tsc && tsc - from.tsc < kFastTicks && mult < kFastMultLimit) {
+        const uint64_t ns = std::max(from.ns + ((tsc - from.tsc) * mult >> 32), last_ns_);
+        last_tsc_ = tsc;
+        last_ns_ = ns;
+        return ns;
+      }
+    }
+    return ToMonotonicInGeneral(tsc);
+  }
 
   size_t anchor_count() const { return anchors_.size(); }
 
@@ -58,6 +75,11 @@ class TscClock {
     uint64_t mult;  // ns per tick, 32.32 fixed point, up to the next anchor
   };
 
+  // The fast path's bounds: ticks * mult < 2^32 * 2^32.
+  static constexpr uint64_t kFastTicks = uint64_t{1} << 32;
+  static constexpr uint64_t kFastMultLimit = uint64_t{1} << 32;
+
+  uint64_t ToMonotonicInGeneral(uint64_t tsc);
   static uint64_t Mult(const Anchor& from, const Anchor& to);
   void Prune();
   void Rebuild();
