@@ -1,0 +1,56 @@
+#!/bin/sh
+# A recording of hostile producers, read by the real readers: one writes
+# well-framed events whose strings are random bytes, one scribbles over its
+# own ring. The daemon keeps every valid event and refuses the rest; no
+# reader (trace-cmd, udiag report, babeltrace2) crashes on the files, and
+# every valid event is in them.
+# Usage: run_record_hostile.sh BIN_DIR
+BIN_DIR="$1"
+UDIAG="$BIN_DIR/udiag"
+T=$(mktemp -d)
+export UDIAG_DIR="$T/daemon"
+fail() { echo "FAIL: $*"; kill "$DAEMON" 2>/dev/null; rm -rf "$T"; exit 1; }
+# A reader may fail on a file, but must not be killed by a signal.
+survives() {  # NAME COMMAND...
+  name=$1; shift
+  "$@" >"$T/$name.out" 2>&1
+  status=$?
+  [ "$status" -lt 128 ] || { tail -5 "$T/$name.out"; fail "$name died with signal $((status - 128))"; }
+  return "$status"
+}
+
+"$BIN_DIR/udiagd" --dir "$UDIAG_DIR" >"$T/udiagd.log" 2>&1 &
+DAEMON=$!
+for _ in $(seq 50); do [ -S "$UDIAG_DIR/control.sock" ] && break; sleep 0.1; done
+
+for format in dat ctf; do
+  "$UDIAG" record --format "$format" -e garbage -e hostile -o "$T/t.$format" 2>"$T/rec.err" &
+  REC=$!
+  sleep 0.5
+  "$BIN_DIR/hostile_producer" hostile 500 >"$T/hostile.out" 2>&1 &
+  HOSTILE=$!
+  "$BIN_DIR/garbage_producer" 3000 "$$" >"$T/garbage.out" || fail "garbage_producer: $(cat "$T/garbage.out")"
+  wait "$HOSTILE"
+  sleep 0.3
+  kill -INT "$REC"; wait "$REC" || { cat "$T/rec.err"; fail "udiag record ($format)"; }
+  kill -0 "$DAEMON" || fail "udiagd died"
+  written=$(sed -n 's/^written \([0-9]*\) .*/\1/p' "$T/garbage.out")
+  [ "$written" = 3000 ] || fail "garbage_producer: $(cat "$T/garbage.out")"
+  grep -q "user_events:garbage  *3000$" "$T/rec.err" || { cat "$T/rec.err"; fail "the $format recording does not hold 3000 garbage events"; }
+
+  survives udiag_report "$UDIAG" report "$T/t.$format" || fail "udiag report of $format: $(tail -3 "$T/udiag_report.out")"
+  [ "$(grep -c 'garbage: ' "$T/udiag_report.out")" = 3000 ] || fail "udiag report does not show 3000 garbage events ($format)"
+  survives udiag_json "$UDIAG" report --json "$T/t.$format" || fail "udiag report --json of $format"
+  python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$T/udiag_json.out" ||
+    fail "udiag report --json printed invalid JSON for hostile strings ($format)"
+  if [ "$format" = dat ]; then
+    survives trace_cmd trace-cmd report "$T/t.dat" || fail "trace-cmd report: $(tail -3 "$T/trace_cmd.out")"
+    [ "$(grep -c 'garbage: ' "$T/trace_cmd.out")" = 3000 ] || fail "trace-cmd report does not show 3000 garbage events"
+  else
+    survives babeltrace2 babeltrace2 "$T/t.ctf" || fail "babeltrace2: $(tail -3 "$T/babeltrace2.out")"
+    [ "$(grep -c 'garbage' "$T/babeltrace2.out")" = 3000 ] || fail "babeltrace2 does not show 3000 garbage events"
+  fi
+done
+kill "$DAEMON"
+rm -rf "$T"
+echo "PASS: hostile producers' recordings are read whole by every reader"
