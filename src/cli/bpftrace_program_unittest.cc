@@ -65,6 +65,14 @@ class BpftraceProgramTest : public testing::Test {
     return t.program;
   }
 
+  // `source` translates to `program`, enabling `events`.
+  void ExpectTranslation(std::string_view source, std::string_view program, const std::vector<std::string>& events) {
+    BpftraceTranslation t = Translate(source);
+    EXPECT_EQ(t.error, "") << source;
+    EXPECT_EQ(t.program, program);
+    EXPECT_EQ(t.events, events);
+  }
+
   std::string Error(std::string_view source) {
     BpftraceTranslation t = Translate(source);
     EXPECT_EQ(t.program, "") << "an error gives no program";
@@ -208,28 +216,23 @@ class BpftraceGlobTest : public BpftraceProgramTest {
 };
 
 TEST_F(BpftraceGlobTest, EachMatchingEventGetsTheBlockWithItsOwnFields) {
-  BpftraceTranslation t = Translate("user_events:http_* /args->status >= 500/ { @[probe] = count(); }");
-  EXPECT_EQ(t.error, "");
-  EXPECT_EQ(t.program,
-            "usdt:/proc/7/exe:udiag:event /arg0 == 1300 && ((*(uint32*)(arg1 + 4)) >= 500)/ "
-            "{ @[\"tracepoint:user_events:http_error\"] = count(); }\n"
-            "usdt:/proc/7/exe:udiag:event /arg0 == 1234 && ((*(uint32*)(arg1 + 0)) >= 500)/ "
-            "{ @[\"tracepoint:user_events:http_request\"] = count(); }");
-  EXPECT_EQ(t.events, (std::vector<std::string>{"user_events/http_error", "user_events/http_request"}));
+  ExpectTranslation("user_events:http_* /args->status >= 500/ { @[probe] = count(); }",
+                    "usdt:/proc/7/exe:udiag:event /arg0 == 1300 && ((*(uint32*)(arg1 + 4)) >= 500)/ "
+                    "{ @[\"tracepoint:user_events:http_error\"] = count(); }\n"
+                    "usdt:/proc/7/exe:udiag:event /arg0 == 1234 && ((*(uint32*)(arg1 + 0)) >= 500)/ "
+                    "{ @[\"tracepoint:user_events:http_request\"] = count(); }",
+                    {"user_events/http_error", "user_events/http_request"});
 }
 
 TEST_F(BpftraceGlobTest, ListsMixNamesAndGlobsOfEachSystem) {
   // `*` stays in its system: user_events:* is not user_events_multi:m.
-  BpftraceTranslation t = Translate("user_events_multi:m, t:user_events:acc?ss, tracepoint:user_events:* { @ = count(); }");
-  EXPECT_EQ(t.error, "");
-  EXPECT_EQ(t.program,
-            "usdt:/proc/7/exe:udiag:event /arg0 == 90/ { @ = count(); }\n"
-            "usdt:/proc/7/exe:udiag:event /arg0 == 77/ { @ = count(); }\n"
-            "usdt:/proc/7/exe:udiag:event /arg0 == 77/ { @ = count(); }\n"
-            "usdt:/proc/7/exe:udiag:event /arg0 == 1300/ { @ = count(); }\n"
-            "usdt:/proc/7/exe:udiag:event /arg0 == 1234/ { @ = count(); }");
-  EXPECT_EQ(t.events, (std::vector<std::string>{"user_events_multi/m", "user_events/access", "user_events/http_error",
-                                                "user_events/http_request"}));
+  ExpectTranslation("user_events_multi:m, t:user_events:acc?ss, tracepoint:user_events:* { @ = count(); }",
+                    "usdt:/proc/7/exe:udiag:event /arg0 == 90/ { @ = count(); }\n"
+                    "usdt:/proc/7/exe:udiag:event /arg0 == 77/ { @ = count(); }\n"
+                    "usdt:/proc/7/exe:udiag:event /arg0 == 77/ { @ = count(); }\n"
+                    "usdt:/proc/7/exe:udiag:event /arg0 == 1300/ { @ = count(); }\n"
+                    "usdt:/proc/7/exe:udiag:event /arg0 == 1234/ { @ = count(); }",
+                    {"user_events_multi/m", "user_events/access", "user_events/http_error", "user_events/http_request"});
   EXPECT_EQ(Program("user_events:http_[r]*{ }"), "usdt:/proc/7/exe:udiag:event /arg0 == 1234/ { }");
 }
 
