@@ -16,6 +16,7 @@
 #include "cli/bpftrace_program.h"
 #include "cli/cli_support.h"
 #include "cli/termination_signals.h"
+#include "consumer/event_match.h"
 #include "consumer/spawn.h"
 #include "record/tracedat/format_parser.h"
 
@@ -67,6 +68,23 @@ EventLookup FormatsFrom(consumer::ConsumerClient& client) {
       return std::optional<record::EventType>();
     }
     return std::optional(std::move(event));
+  };
+}
+
+// The names of udiagd's events of `system` matching `pattern`, from its
+// available_events.
+EventGlob MatchesFrom(consumer::ConsumerClient& client) {
+  return [&client](const std::string& system, const std::string& pattern, std::string* error) {
+    auto listing = client.Read("available_events");
+    if (!listing.ok()) {
+      *error = fmt::format("cannot read available_events: {}", std::strerror(listing.error()));
+      return std::optional<std::vector<std::string>>();
+    }
+    std::vector<std::string> names;
+    for (consumer::EventName& event : consumer::MatchEvents(*listing, system + ":" + pattern)) {
+      names.push_back(std::move(event.name));
+    }
+    return std::optional(std::move(names));
   };
 }
 
@@ -132,9 +150,10 @@ int Bpftrace(const BpftraceOptions& options) {
     return kExitFailure;
   }
   std::string usdt = fmt::format("usdt:/proc/{}/exe:udiag:event", daemon);
-  BpftraceTranslation translation = TranslateBpftrace(source, usdt, FormatsFrom(*client));
+  BpftraceTranslation translation = TranslateBpftrace(source, usdt, FormatsFrom(*client), MatchesFrom(*client));
   if (!translation.error.empty()) {
-    fmt::print(stderr, "udiag: bpftrace: {}\n", translation.error);
+    std::istringstream lines(translation.error);
+    for (std::string line; std::getline(lines, line);) fmt::print(stderr, "udiag: bpftrace: {}\n", line);
     return kExitFailure;
   }
   if (options.print_program) {

@@ -1,6 +1,7 @@
 #include "cli/bpftrace_program.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -114,6 +115,8 @@ size_t UserEventsPrefix(std::string_view attach_point, std::string_view* system)
   return 0;
 }
 
+bool IsGlob(std::string_view name) { return name.find_first_of("*?[") != std::string_view::npos; }
+
 bool StartsWithUserEvents(std::string_view attach_point) {
   std::string_view system;
   return UserEventsPrefix(Trim(attach_point), &system) != 0;
@@ -151,9 +154,6 @@ std::string ParseHeader(std::string_view core, Header* header) {
     while (end < rest.size() && !Space(rest[end]) && rest[end] != ',' && rest[end] != '/') ++end;
     std::string_view name = rest.substr(prefix, end - prefix);
     if (name.empty()) return fmt::format("`{}`: no event name", Trim(core));
-    if (name.find_first_of("*?[") != std::string_view::npos) {
-      return fmt::format("`{}`: wildcards are not supported, name each event", rest.substr(0, end));
-    }
     header->points.push_back({std::string(system), std::string(name)});
     rest = Trim(rest.substr(end));
     if (!rest.starts_with(',')) break;
@@ -237,6 +237,10 @@ class BodyRewriter {
         if (!Arg(&i, out, error)) return false;
       } else if (token.text == "pid" || token.text == "tid") {
         *out += token.text == "pid" ? "arg3" : "arg4";  // the producer's, not udiagd's
+      } else if (token.text == "probe") {
+        // What bpftrace gives for the tracepoint; a string, as the probe
+        // type cannot name another probe than the USDT one.
+        *out += fmt::format("\"tracepoint:{}\"", probe_);
       } else {
         *out += token.text;
       }
@@ -321,8 +325,8 @@ size_t MatchingBrace(const std::vector<Token>& tokens, size_t open) {
 
 class Translator {
  public:
-  Translator(std::string_view source, std::string_view usdt, const EventLookup& lookup)
-      : source_(source), usdt_(usdt), lookup_(lookup) {}
+  Translator(std::string_view source, std::string_view usdt, const EventLookup& lookup, const EventGlob& glob)
+      : source_(source), usdt_(usdt), lookup_(lookup), glob_(glob) {}
 
   BpftraceTranslation Run() {
     std::vector<Token> tokens = Lex(source_);
@@ -362,6 +366,8 @@ class Translator {
   }
 
   // One `header { body }`; `length` covers it all, for copying it unchanged.
+  // Each event gets its block; the errors of all of them are told, as
+  // bpftrace tells those of each tracepoint a glob matches.
   bool Block(std::string_view core, std::string_view body, size_t length) {
     Header header;
     result_.error = ParseHeader(core, &header);
@@ -370,28 +376,63 @@ class Translator {
       result_.program += source_.substr(static_cast<size_t>(core.data() - source_.data()), length);
       return true;
     }
-    for (size_t k = 0; k < header.points.size(); ++k) {
-      const record::EventType* event = Lookup(header.points[k]);
-      if (!event) return false;
-      std::string probe = fmt::format("{}:{}", event->system, event->name);
-      BodyRewriter rewriter(*event, probe);
+    std::vector<ProbePoint> points;
+    if (!Expand(header.points, &points)) return false;
+    std::vector<std::string> errors;
+    for (size_t k = 0; k < points.size(); ++k) {
+      std::string error;
+      const record::EventType* event = Lookup(points[k], &error);
       std::string predicate, block;
-      if (!header.predicate.empty() && !rewriter.Rewrite(header.predicate, &predicate, &result_.error)) return false;
-      if (!rewriter.Rewrite(body, &block, &result_.error)) return false;
+      bool ok = event != nullptr;
+      if (ok) {
+        std::string probe = fmt::format("{}:{}", event->system, event->name);
+        BodyRewriter rewriter(*event, probe);
+        ok = (header.predicate.empty() || rewriter.Rewrite(header.predicate, &predicate, &error)) &&
+             rewriter.Rewrite(body, &block, &error);
+      }
+      if (!ok) {
+        errors.push_back(std::move(error));
+        continue;
+      }
       if (k > 0) result_.program += '\n';
       result_.program += fmt::format("{} /arg0 == {}{}/ {{{}}}", usdt_, event->id,
                                      predicate.empty() ? "" : " && (" + predicate + ")", block);
     }
+    result_.error = fmt::format("{}", fmt::join(errors, "\n"));
+    return errors.empty();
+  }
+
+  // The header's points, each glob replaced by the events it matches in
+  // name order (bpftrace's order for a tracepoint glob).
+  bool Expand(const std::vector<ProbePoint>& written, std::vector<ProbePoint>* points) {
+    for (const ProbePoint& point : written) {
+      if (!IsGlob(point.name)) {
+        points->push_back(point);
+        continue;
+      }
+      std::optional<std::vector<std::string>> names = glob_(point.system, point.name, &result_.error);
+      if (!names) {
+        if (result_.error.empty()) result_.error = fmt::format("cannot list the events for {}:{}", point.system, point.name);
+        return false;
+      }
+      if (names->empty()) {
+        result_.error = fmt::format("tracepoints not found: {}:{} (udiagd's events: udiag cat available_events)",
+                                    point.system, point.name);
+        return false;
+      }
+      std::sort(names->begin(), names->end());
+      for (std::string& name : *names) points->push_back({point.system, std::move(name)});
+    }
     return true;
   }
 
-  const record::EventType* Lookup(const ProbePoint& point) {
+  const record::EventType* Lookup(const ProbePoint& point, std::string* error) {
     std::string key = point.system + "/" + point.name;
     auto it = events_.find(key);
     if (it != events_.end()) return &it->second;
-    std::optional<record::EventType> event = lookup_(point.system, point.name, &result_.error);
+    std::optional<record::EventType> event = lookup_(point.system, point.name, error);
     if (!event) {
-      if (result_.error.empty()) result_.error = fmt::format("no event {}:{}", point.system, point.name);
+      if (error->empty()) *error = fmt::format("no event {}:{}", point.system, point.name);
       return nullptr;
     }
     event->system = point.system;
@@ -403,14 +444,16 @@ class Translator {
   std::string_view source_;
   std::string_view usdt_;
   const EventLookup& lookup_;
+  const EventGlob& glob_;
   std::map<std::string, record::EventType> events_;  // by "system/name"
   BpftraceTranslation result_;
 };
 
 }  // namespace
 
-BpftraceTranslation TranslateBpftrace(std::string_view source, std::string_view usdt, const EventLookup& lookup) {
-  return Translator(source, usdt, lookup).Run();
+BpftraceTranslation TranslateBpftrace(std::string_view source, std::string_view usdt, const EventLookup& lookup,
+                                      const EventGlob& glob) {
+  return Translator(source, usdt, lookup, glob).Run();
 }
 
 }  // namespace udiag::cli

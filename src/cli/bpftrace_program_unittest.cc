@@ -1,5 +1,6 @@
 #include "cli/bpftrace_program.h"
 
+#include <fnmatch.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -35,12 +36,26 @@ class BpftraceProgramTest : public testing::Test {
   }
 
   BpftraceTranslation Translate(std::string_view source) {
-    return TranslateBpftrace(source, kUsdt, [&](const std::string& system, const std::string& name, std::string* error) {
+    auto lookup = [&](const std::string& system, const std::string& name, std::string* error) {
       auto it = events_.find(system + "/" + name);
       if (it != events_.end()) return std::optional(it->second);
       *error = "no event " + system + ":" + name + " in udiagd";
       return std::optional<record::EventType>();
-    });
+    };
+    // Backwards, so that the translator's name order shows.
+    auto glob = [&](const std::string& system, const std::string& pattern, std::string* error) {
+      if (!glob_error_.empty()) {
+        *error = glob_error_;
+        return std::optional<std::vector<std::string>>();
+      }
+      std::vector<std::string> names;
+      for (auto it = events_.rbegin(); it != events_.rend(); ++it) {
+        std::string name = it->first.substr(it->first.find('/') + 1);
+        if (it->first.starts_with(system + "/") && fnmatch(pattern.c_str(), name.c_str(), 0) == 0) names.push_back(name);
+      }
+      return std::optional(names);
+    };
+    return TranslateBpftrace(source, kUsdt, lookup, glob);
   }
 
   // The program for `source`, failing the test on an error.
@@ -50,6 +65,14 @@ class BpftraceProgramTest : public testing::Test {
     return t.program;
   }
 
+  // `source` translates to `program`, enabling `events`.
+  void ExpectTranslation(std::string_view source, std::string_view program, const std::vector<std::string>& events) {
+    BpftraceTranslation t = Translate(source);
+    EXPECT_EQ(t.error, "") << source;
+    EXPECT_EQ(t.program, program);
+    EXPECT_EQ(t.events, events);
+  }
+
   std::string Error(std::string_view source) {
     BpftraceTranslation t = Translate(source);
     EXPECT_EQ(t.program, "") << "an error gives no program";
@@ -57,6 +80,7 @@ class BpftraceProgramTest : public testing::Test {
   }
 
   std::map<std::string, record::EventType> events_;
+  std::string glob_error_;  // what listing the events fails with, if set
 };
 
 TEST_F(BpftraceProgramTest, IssueExampleReadsTheStatusAndTheRelLocPath) {
@@ -157,7 +181,6 @@ TEST_F(BpftraceProgramTest, ErrorsNameTheProblem) {
             "user_events:http_request has no field `nope` (fields: status, latency_ns, path)");
   EXPECT_EQ(Error("user_events:http_request { print(args); }"),
             "user_events:http_request: `args` must be followed by ->FIELD (fields: status, latency_ns, path)");
-  EXPECT_EQ(Error("user_events:http_* { }"), "`user_events:http_*`: wildcards are not supported, name each event");
   EXPECT_EQ(Error("kprobe:foo, user_events:m { }"),
             "`kprobe:foo, user_events:m`: a probe list cannot mix user_events with other probes");
   EXPECT_EQ(Error("user_events:m, kprobe:foo { }"),
@@ -172,6 +195,63 @@ TEST_F(BpftraceProgramTest, IntegerSizesBpftraceCannotReadAreErrors) {
   odd.fields.push_back({.type = "u24", .name = "x", .kind = schema::FieldKind::kInteger, .offset = 8, .size = 3});
   events_["user_events/odd"] = odd;
   EXPECT_EQ(Error("user_events:odd { @ = args->x; }"), "field `x` is 3 bytes: not an integer bpftrace reads");
+}
+
+TEST_F(BpftraceProgramTest, ProbeIsTheTracepointsName) {
+  EXPECT_EQ(Program("t:user_events_multi:m { @[probe] = count(); printf(\"%s\", probe); }"),
+            "usdt:/proc/7/exe:udiag:event /arg0 == 90/ "
+            "{ @[\"tracepoint:user_events_multi:m\"] = count(); printf(\"%s\", \"tracepoint:user_events_multi:m\"); }");
+  // Variables, members and strings named probe are left alone, as are other probes.
+  EXPECT_EQ(Program("user_events_multi:m { $probe = @probe[curtask->probe]; print(\"probe\"); }"),
+            "usdt:/proc/7/exe:udiag:event /arg0 == 90/ { $probe = @probe[curtask->probe]; print(\"probe\"); }");
+  EXPECT_EQ(Program("BEGIN { @[probe] = count(); }"), "BEGIN { @[probe] = count(); }");
+}
+
+class BpftraceGlobTest : public BpftraceProgramTest {
+ protected:
+  BpftraceGlobTest() {
+    // code@8 status@12: status is at payload offset 4 here, 0 in http_request.
+    events_["user_events/http_error"] = EventFromCommand(1300, "http_error s32 code; u32 status");
+  }
+};
+
+TEST_F(BpftraceGlobTest, EachMatchingEventGetsTheBlockWithItsOwnFields) {
+  ExpectTranslation("user_events:http_* /args->status >= 500/ { @[probe] = count(); }",
+                    "usdt:/proc/7/exe:udiag:event /arg0 == 1300 && ((*(uint32*)(arg1 + 4)) >= 500)/ "
+                    "{ @[\"tracepoint:user_events:http_error\"] = count(); }\n"
+                    "usdt:/proc/7/exe:udiag:event /arg0 == 1234 && ((*(uint32*)(arg1 + 0)) >= 500)/ "
+                    "{ @[\"tracepoint:user_events:http_request\"] = count(); }",
+                    {"user_events/http_error", "user_events/http_request"});
+}
+
+TEST_F(BpftraceGlobTest, ListsMixNamesAndGlobsOfEachSystem) {
+  // `*` stays in its system: user_events:* is not user_events_multi:m.
+  ExpectTranslation("user_events_multi:m, t:user_events:acc?ss, tracepoint:user_events:* { @ = count(); }",
+                    "usdt:/proc/7/exe:udiag:event /arg0 == 90/ { @ = count(); }\n"
+                    "usdt:/proc/7/exe:udiag:event /arg0 == 77/ { @ = count(); }\n"
+                    "usdt:/proc/7/exe:udiag:event /arg0 == 77/ { @ = count(); }\n"
+                    "usdt:/proc/7/exe:udiag:event /arg0 == 1300/ { @ = count(); }\n"
+                    "usdt:/proc/7/exe:udiag:event /arg0 == 1234/ { @ = count(); }",
+                    {"user_events_multi/m", "user_events/access", "user_events/http_error", "user_events/http_request"});
+  EXPECT_EQ(Program("user_events:http_[r]*{ }"), "usdt:/proc/7/exe:udiag:event /arg0 == 1234/ { }");
+}
+
+TEST_F(BpftraceGlobTest, AGlobMatchingNothingIsAnError) {
+  EXPECT_EQ(Error("user_events:http_request, user_events:ftp_* { }"),
+            "tracepoints not found: user_events:ftp_* (udiagd's events: udiag cat available_events)");
+  EXPECT_EQ(Error("user_events_multi:http_* { }"),
+            "tracepoints not found: user_events_multi:http_* (udiagd's events: udiag cat available_events)");
+  glob_error_ = "cannot read available_events: Connection reset by peer";
+  EXPECT_EQ(Error("user_events:* { }"), glob_error_);
+  EXPECT_EQ(Program("user_events:access { }"), "usdt:/proc/7/exe:udiag:event /arg0 == 77/ { }") << "no glob, no listing";
+}
+
+TEST_F(BpftraceGlobTest, EachEventLackingAFieldIsNamed) {
+  EXPECT_EQ(Error("user_events:* { @[str(args->path)] = count(); }"),
+            "user_events:http_error has no field `path` (fields: code, status)");
+  EXPECT_EQ(Error("user_events:* /args->method == \"GET\"/ { }"),
+            "user_events:http_error has no field `method` (fields: code, status)\n"
+            "user_events:http_request has no field `method` (fields: status, latency_ns, path)");
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 /*
- * Writes COUNT http_request events for the bpftrace test, once some consumer
- * enables the event (at most 5 s wait): status STATUS, path PATH (a
- * __data_loc string), agent AGENT (a __rel_loc string), method METHOD (a
- * char[8]) and delta = -i for the i-th event (a negative s16).
- * Usage: http_producer STATUS PATH COUNT AGENT METHOD
+ * Writes COUNT http_request events (or NAME events, of the same fields) for
+ * the bpftrace test, once some consumer enables the event (at most 5 s
+ * wait): status STATUS, path PATH (a __data_loc string), agent AGENT (a
+ * __rel_loc string), method METHOD (a char[8]) and delta = -i for the i-th
+ * event (a negative s16).
+ * Usage: http_producer STATUS PATH COUNT AGENT METHOD [NAME]
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,10 +17,14 @@
 static unsigned int enabled;
 
 int main(int argc, char **argv) {
-	if (argc != 6) {
-		fprintf(stderr, "usage: http_producer STATUS PATH COUNT AGENT METHOD\n");
+	if (argc != 6 && argc != 7) {
+		fprintf(stderr, "usage: http_producer STATUS PATH COUNT AGENT METHOD [NAME]\n");
 		return 2;
 	}
+	const char *name = argc == 7 ? argv[6] : "http_request";
+	char name_args[256];
+	snprintf(name_args, sizeof(name_args),
+		 "%s u32 status; __data_loc char[] path; __rel_loc char[] agent; char[8] method; s16 delta", name);
 	uint32_t status = (uint32_t)atoi(argv[1]);
 	const char *path = argv[2], *agent = argv[4];
 	int count = atoi(argv[3]);
@@ -36,8 +41,7 @@ int main(int argc, char **argv) {
 	reg.enable_bit = 0;
 	reg.enable_size = sizeof(enabled);
 	reg.enable_addr = (uint64_t)(uintptr_t)&enabled;
-	reg.name_args = (uint64_t)(uintptr_t)"http_request u32 status; __data_loc char[] path; "
-					     "__rel_loc char[] agent; char[8] method; s16 delta";
+	reg.name_args = (uint64_t)(uintptr_t)name_args;
 	if (udiag_ioctl(fd, DIAG_IOCSREG, &reg) < 0) {
 		fprintf(stderr, "http_producer: DIAG_IOCSREG: %s\n", strerror(errno));
 		return 1;
@@ -45,7 +49,7 @@ int main(int argc, char **argv) {
 	for (int i = 0; i < 5000 && !(enabled & 1); i++)
 		nanosleep(&(struct timespec){0, 1000000}, NULL);
 	if (!(enabled & 1)) {
-		fprintf(stderr, "http_producer: nobody enabled http_request\n");
+		fprintf(stderr, "http_producer: nobody enabled %s\n", name);
 		return 1;
 	}
 	/* 8 header + status 4 + path loc 4 + agent loc 4 + method 8 + delta 2 */

@@ -2,8 +2,9 @@
 # `udiag bpftrace` with the real bpftrace against a private udiagd: the
 # issue's example (a count by a __data_loc path of the events with status >=
 # 500), a __rel_loc string, a char array, a negative s16, the producers' pids,
-# several probes in one program, and two sessions at once on one event (each
-# sees every event once). Producers are separate processes.
+# several probes in one program, two sessions at once on one event (each
+# sees every event once), and a glob over two events (one block each, `probe`
+# naming it). Producers are separate processes.
 # Exits 77 (skipped) only when bpftrace cannot load programs here (not root,
 # or no BPF in this container).
 # Usage: run_bpftrace.sh BIN_DIR HTTP_PRODUCER
@@ -20,12 +21,17 @@ cleanup() {
 }
 fail() { echo "FAIL: $*"; for f in "$T"/*.out "$T"/*.err; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done; cleanup; exit 1; }
 
-# The event exists before the program names it (udiag reads its format).
-"$UDIAG" write --append dynamic_events \
-  'u:http_request u32 status; __data_loc char[] path; __rel_loc char[] agent; char[8] method; s16 delta' ||
-  fail "cannot create the event"
+# The events exist before the program names them (udiag reads their
+# formats, and matches globs against them).
+for e in http_request http_retry; do
+  "$UDIAG" write --append dynamic_events \
+    "u:$e u32 status; __data_loc char[] path; __rel_loc char[] agent; char[8] method; s16 delta" ||
+    fail "cannot create $e"
+done
+"$UDIAG" write --append dynamic_events 'u:other u32 status' || fail "cannot create other"
 
-# 1. Errors need no bpftrace.
+# 1. Errors need no bpftrace (the glob checks only print the program: a wrong
+# translation runs nothing).
 "$UDIAG" bpftrace -e 'user_events:nope { @ = count(); }' 2>"$T/e.err" && fail "an unknown event was accepted"
 grep -q 'no event user_events:nope in udiagd' "$T/e.err" || fail "no clear error for an unknown event"
 "$UDIAG" bpftrace -e 'user_events:http_request { @ = args->nope; }' 2>"$T/e.err" && fail "an unknown field was accepted"
@@ -34,6 +40,11 @@ grep -q 'user_events:http_request has no field `nope` (fields: status, path, age
 "$UDIAG" bpftrace --print-program -e 'user_events:http_request { @ = count(); }' >"$T/p.out" || fail "--print-program"
 grep -q "^usdt:/proc/$DAEMON/exe:udiag:event /arg0 == [0-9]*/ { @ = count(); }$" "$T/p.out" ||
   fail "--print-program does not show the USDT probe of this daemon"
+"$UDIAG" bpftrace --print-program -e 'user_events:ftp_* { @ = count(); }' 2>"$T/e.err" && fail "a glob matching nothing was accepted"
+grep -q 'tracepoints not found: user_events:ftp_\*' "$T/e.err" || fail "no clear error for a glob matching nothing"
+"$UDIAG" bpftrace --print-program -e 'user_events:* { @ = args->path; }' 2>"$T/e.err" && fail "a glob's event lacking a field was accepted"
+grep -q 'user_events:other has no field `path` (fields: status)' "$T/e.err" ||
+  fail "no clear error for a glob's event lacking a field"
 
 # 2. Can bpftrace load programs here at all?
 command -v bpftrace >/dev/null || fail "bpftrace is not installed (scripts/install-deps.sh test)"
@@ -89,5 +100,35 @@ expect a "@pids\[$P3\]: 7"
 # 3 + 5 + 7 + 1: once each, though two probe instances enable the event.
 expect b '@n: 16'
 [ -z "$("$UDIAG" ls instances)" ] || fail "a probe instance outlived its session"
+
+# 4. A glob over http_request and http_retry (not `other`): one block each,
+# with `probe` naming the event.
+cat >"$T/glob.bt" <<'BT'
+BEGIN { printf("ready\n"); }
+user_events:http_* /args->status >= 500/ { @[probe, str(args->path)] = count(); }
+user_events:http_retry /str(args->path) == "/done"/ { exit(); }
+BT
+"$UDIAG" bpftrace "$T/glob.bt" >"$T/g.out" 2>"$T/g.err" & G=$!
+SESSIONS=$G
+i=0
+until grep -q ready "$T/g.out" 2>/dev/null; do
+  i=$((i+1)); [ $i -lt 600 ] || fail "bpftrace did not start"; sleep 0.05
+done
+for e in http_request http_retry other; do
+  echo "$e $("$UDIAG" cat "instances/bpftrace-$G/events/user_events/$e/enable")"
+done >"$T/enabled.out"
+printf 'http_request 1\nhttp_retry 1\nother 0\n' | cmp -s - "$T/enabled.out" ||
+  fail "the glob did not enable exactly http_request and http_retry: $(cat "$T/enabled.out")"
+"$PRODUCER" 500 /a 2 curl GET & P1=$!
+"$PRODUCER" 503 /r 3 curl GET http_retry & P2=$!
+"$PRODUCER" 502 /done 1 x X & P3=$!
+wait $P1 && wait $P2 && wait $P3 || fail "a producer failed"
+"$PRODUCER" 200 /done 1 x X http_retry || fail "the last producer failed"
+wait $G || fail "udiag bpftrace (glob session) failed"
+SESSIONS=
+expect g '@\[tracepoint:user_events:http_request, /a\]: 2'
+expect g '@\[tracepoint:user_events:http_retry, /r\]: 3'
+expect g '@\[tracepoint:user_events:http_request, /done\]: 1'
+grep -q 'http_retry, /done' "$T/g.out" && fail "the status predicate let http_retry's /done through"
 cleanup
 echo "bpftrace: ok"
