@@ -399,6 +399,7 @@ void AddBpftraceCommand(CLI::App& app, CommandLine& line) {
       "udiagd's USDT probe udiag:event for that event, and args->FIELD reads the field at the offset\n"
       "and type of the event's format (strings included: str(args->path)); pid and tid are the\n"
       "producer's. Other probes (BEGIN, END, interval, kprobes...) are passed on untouched.\n"
+      "A glob (user_events:http_*, ?, [...]) stands for every matching event udiagd has at start.\n"
       "The named events must exist; they are enabled until udiag exits. Options after `--`\n"
       "go to bpftrace. Needs what bpftrace needs (root). Reference: docs/bpf.md.\n"
       "Example: udiag bpftrace -e 'user_events:http_request /args->status >= 500/ "
