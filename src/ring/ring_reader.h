@@ -17,6 +17,7 @@
 #include <span>
 
 #include "base/error_or.h"
+#include "base/short_copy.h"
 #include "ring/ring_layout.h"
 
 namespace udiag::ring {
@@ -42,32 +43,13 @@ struct RecordHead {
 class PayloadSource {
  public:
   uint32_t size() const { return size_; }
-  // Writes exactly size() bytes. Short payloads, the usual ones, are copied
-  // with two fixed-size moves that may overlap: a memcpy of unknown length
-  // can compile to `rep movs`, whose start-up cost dominated the copy.
-  void CopyTo(uint8_t* destination) const {
-    if (size_ > 64) {
-      std::memcpy(destination, at_, size_);
-    } else if (size_ >= 32) {
-      CopyEnds<32>(destination);
-    } else if (size_ >= 16) {
-      CopyEnds<16>(destination);
-    } else if (size_ >= 8) {
-      CopyEnds<8>(destination);
-    } else {
-      for (uint32_t i = 0; i < size_; ++i) destination[i] = at_[i];
-    }
-  }
+  // Writes exactly size() bytes (base::CopyShort: the usual short payloads
+  // take a few fixed-size moves).
+  void CopyTo(uint8_t* destination) const { base::CopyShort(destination, at_, size_); }
 
  private:
   friend class RingReader;
   PayloadSource(const uint8_t* at, uint32_t size) : at_(at), size_(size) {}
-  // The first and the last kBytes (kBytes <= size_ <= 2 * kBytes).
-  template <uint32_t kBytes>
-  void CopyEnds(uint8_t* destination) const {
-    std::memcpy(destination, at_, kBytes);
-    std::memcpy(destination + size_ - kBytes, at_ + size_ - kBytes, kBytes);
-  }
   const uint8_t* at_;
   uint32_t size_;
 };

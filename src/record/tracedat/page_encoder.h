@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "base/short_copy.h"
 #include "record/tracedat/tracedat_layout.h"
 
 namespace udiag::record::tracedat {
@@ -36,7 +37,7 @@ class PageEncoder {
     const uint32_t zero = 0;
     std::memcpy(at, &header, sizeof(header));
     std::memcpy(at + padded, &zero, sizeof(zero));  // the padding (the data overwrites the rest)
-    std::memcpy(at + 4, data.data(), size);
+    base::CopyShort(at + 4, data.data(), size);
     used_ += 4 + padded;
     last_timestamp_ = timestamp;
     return true;
