@@ -137,6 +137,10 @@ int RecordStreamSender::PumpPages() {
 }
 
 int RecordStreamSender::SendPending() {
+  // Pages written into the ring in place go first: they precede out_.
+  if (unpublished_ > 0) {
+    if (int err = Publish(std::exchange(unpublished_, 0))) return err;
+  }
   const size_t total = out_.size() - out_sent_;
   if (total == 0) return 0;
   uint64_t room = ring_->Writable();
@@ -231,13 +235,23 @@ void RecordStreamSender::EncodeRecord(uint16_t cpu, uint64_t timestamp, uint64_t
 }
 
 void RecordStreamSender::AppendPage(uint32_t cpu, CpuPage& page) {
-  AppendFrameHeader(ipc::FrameKind::kPage, ipc::kPageFrameBytes);
+  constexpr size_t kFrameTotal = sizeof(ipc::FrameHeader) + ipc::kPageFrameBytes;
+  static_assert(kFrameTotal == ipc::PadTo8(kFrameTotal));
+  // With nothing waiting before it, the page is finished straight into the
+  // ring (published by the next SendPending): one copy of it fewer.
+  uint8_t* to;
+  if (out_.size() == out_sent_ && ring_->Writable() - unpublished_ >= kFrameTotal) {
+    to = ring_->write_position() + unpublished_;  // the ring is mapped twice: no wrap to mind
+    unpublished_ += kFrameTotal;
+  } else {
+    out_.resize(out_.size() + kFrameTotal);
+    to = out_.data() + out_.size() - kFrameTotal;
+  }
+  const ipc::FrameHeader header{ipc::FrameKind::kPage, ipc::kPageFrameBytes};
   const ipc::PageFrame frame{cpu, std::exchange(page.events, 0), std::exchange(page.only_type, 0), 0};
-  const auto* at = reinterpret_cast<const uint8_t*>(&frame);
-  out_.insert(out_.end(), at, at + sizeof(frame));
-  const size_t page_at = out_.size();
-  out_.resize(page_at + ipc::kStreamPageSize);
-  page.encoder.FinishInto(out_.data() + page_at);
+  std::memcpy(to, &header, sizeof(header));
+  std::memcpy(to + sizeof(header), &frame, sizeof(frame));
+  page.encoder.FinishInto(to + sizeof(header) + sizeof(frame));
 }
 
 void RecordStreamSender::FlushPages(bool all) {

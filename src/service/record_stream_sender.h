@@ -128,6 +128,7 @@ class RecordStreamSender final : public RecordTaker {
   CommLookup comm_;
   std::vector<uint8_t> out_;  // bytes not yet written
   size_t out_sent_ = 0;       // page mode: of out_, the bytes already in the ring
+  uint64_t unpublished_ = 0;  // page mode: bytes written into the ring in place, not yet published
   std::vector<Piece> pieces_;        // of the batch being sent
   std::vector<uint8_t> unsent_;      // what the socket did not take, swapped into out_
   std::vector<iovec> iov_;
