@@ -78,9 +78,11 @@ int EventTriggers::WriteHist(InstanceSet& set, Instance& instance, Event& event,
   filter::Filter filter;
   if (int err = CompileFilter(hist.filter, event, &filter)) return err;
   auto same = std::find_if(slot.hists.begin(), slot.hists.end(),
-                           [&](const HistTrigger& h) { return trigger::SameHist(h.hist.spec(), hist); });
+                           [&](const HistTrigger& h) { return trigger::SameHist(h.hist->spec(), hist); });
   if (spec.remove) {
     if (same != slot.hists.end()) {
+      if (same->hist->referenced()) return EBUSY;  // as the kernel's check_var_refs
+      same->hist->Unbind();
       slot.hists.erase(same);
       set.SetSoftMode(instance, &event, false);
     }
@@ -88,17 +90,43 @@ int EventTriggers::WriteHist(InstanceSet& set, Instance& instance, Event& event,
   }
   if (same != slot.hists.end()) {
     switch (hist.control) {
-      case trigger::HistControl::kPause: same->hist.set_paused(true); return 0;
-      case trigger::HistControl::kCont: same->hist.set_paused(false); return 0;
-      case trigger::HistControl::kClear: same->hist.Clear(); return 0;
+      case trigger::HistControl::kPause: same->hist->set_paused(true); return 0;
+      case trigger::HistControl::kCont: same->hist->set_paused(false); return 0;
+      case trigger::HistControl::kClear: same->hist->Clear(); return 0;
       case trigger::HistControl::kNone: return EEXIST;
     }
   }
   if (hist.control == trigger::HistControl::kCont || hist.control == trigger::HistControl::kClear) return ENOENT;
   const bool paused = hist.control == trigger::HistControl::kPause;
-  slot.hists.push_back({trigger::Histogram(std::move(hist)), std::move(filter)});
-  slot.hists.back().hist.set_paused(paused);
+  auto made = std::make_shared<trigger::Histogram>(std::move(hist));
+  if (int err = BindVars(*made, made)) {
+    made->Unbind();
+    return err;
+  }
+  made->set_paused(paused);
+  slot.hists.push_back({std::move(made), std::move(filter)});
   set.SetSoftMode(instance, &event, true);
+  return 0;
+}
+
+int EventTriggers::BindVars(trigger::Histogram& hist, const std::shared_ptr<trigger::Histogram>& self) const {
+  const std::vector<trigger::VarRef>& refs = hist.spec().refs;
+  for (size_t i = 0; i < refs.size(); ++i) {
+    if (refs[i].own) continue;
+    std::shared_ptr<trigger::Histogram> owner;
+    size_t var = 0;
+    for (const Slot& slot : slots_) {
+      for (const HistTrigger& h : slot.hists) {
+        auto found = h.hist->FindVar(refs[i].name);
+        if (!found || h.hist == self) continue;
+        if (owner) return EINVAL;  // the kernel's "Variable name not unique"
+        owner = h.hist;
+        var = *found;
+      }
+    }
+    if (!owner) return EINVAL;  // the kernel's "Couldn't find variable"
+    hist.BindRef(i, std::move(owner), var);
+  }
   return 0;
 }
 
@@ -108,7 +136,10 @@ void EventTriggers::Release(InstanceSet& set, Instance& instance, Event& event, 
 }
 
 void EventTriggers::RemoveHists(InstanceSet& set, Instance& instance, Event& event, Slot& slot) {
-  for (size_t i = 0; i < slot.hists.size(); ++i) set.SetSoftMode(instance, &event, false);
+  for (HistTrigger& h : slot.hists) {
+    h.hist->Unbind();
+    set.SetSoftMode(instance, &event, false);
+  }
   slot.hists.clear();
 }
 
@@ -129,7 +160,7 @@ std::string EventTriggers::Read(const Event& event) const {
   const Slot& slot = slots_[event.id - EventRegistry::kFirstId];
   std::string out;
   for (const Trigger& t : slot.triggers) out += trigger::ListingLine(t.spec, t.count);
-  for (const HistTrigger& h : slot.hists) out += trigger::HistInfo(h.hist.spec(), h.hist.paused());
+  for (const HistTrigger& h : slot.hists) out += trigger::HistInfo(h.hist->spec(), h.hist->paused());
   return out;
 }
 
@@ -137,7 +168,7 @@ std::string EventTriggers::ReadHist(const Event& event) const {
   size_t index = event.id - EventRegistry::kFirstId;
   std::string out;
   if (index >= slots_.size()) return out;
-  for (const HistTrigger& h : slots_[index].hists) out += (out.empty() ? "" : "\n\n") + h.hist.Render();
+  for (const HistTrigger& h : slots_[index].hists) out += (out.empty() ? "" : "\n\n") + h.hist->Render();
   return out;
 }
 
@@ -169,7 +200,7 @@ bool EventTriggers::Act(Instance& instance, Trigger& t) {
     case trigger::Command::kDisableHist:
       // Every histogram of the target in this instance; counted every time, as the kernel.
       if (size_t index = t.target->id - EventRegistry::kFirstId; index < slots_.size()) {
-        for (HistTrigger& h : slots_[index].hists) h.hist.set_paused(t.spec.command == trigger::Command::kDisableHist);
+        for (HistTrigger& h : slots_[index].hists) h.hist->set_paused(t.spec.command == trigger::Command::kDisableHist);
       }
       break;
   }
@@ -185,9 +216,9 @@ void EventTriggers::Fire(Instance& instance, const Event& event, const EntryMeta
     if (Act(instance, t) && t.count != trigger::kUnlimited) --t.count;
   }
   for (HistTrigger& h : slot.hists) {
-    if (h.hist.paused() || !Passes(h.filter, !h.hist.spec().filter.empty(), meta, record, comm, &name)) continue;
-    if (name.empty() && comm && h.hist.needs_comm()) name = comm(meta.tid);
-    h.hist.Add({record, meta.cpu, name});
+    if (h.hist->paused() || !Passes(h.filter, !h.hist->spec().filter.empty(), meta, record, comm, &name)) continue;
+    if (name.empty() && comm && h.hist->needs_comm()) name = comm(meta.tid);
+    h.hist->Add({{record, meta.cpu, name}, meta.timestamp});
   }
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,7 +28,8 @@ class EventTriggers {
   // A write to events/<system>/<event>/trigger of `instance`: one command,
   // or "!command" to remove one. Returns 0, EINVAL (bad command, filter or
   // target event), EEXIST (that kind of trigger, or that histogram, is there
-  // already) or ENOENT (hist :cont or :clear of no such histogram).
+  // already), ENOENT (hist :cont or :clear of no such histogram) or EBUSY
+  // (removing a histogram whose variables another one reads).
   // Removing a trigger that is not there succeeds, as in the kernel. A
   // truncating write (`append` false) first removes the event's histograms,
   // as opening the kernel's file with O_TRUNC does.
@@ -57,7 +59,7 @@ class EventTriggers {
     Event* target = nullptr;  // trigger::TargetsEvent() commands
   };
   struct HistTrigger {
-    trigger::Histogram hist;
+    std::shared_ptr<trigger::Histogram> hist;  // shared with the histograms reading its variables
     filter::Filter filter;
   };
   struct Slot {
@@ -65,6 +67,9 @@ class EventTriggers {
     std::vector<HistTrigger> hists;  // oldest first
   };
   int WriteHist(InstanceSet& set, Instance& instance, Event& event, const trigger::Spec& spec, Slot& slot);
+  // Binds each `$name` of `hist` to the one histogram of this instance defining it:
+  // EINVAL when none does, or more than one.
+  int BindVars(trigger::Histogram& hist, const std::shared_ptr<trigger::Histogram>& self) const;
   // Whether `t` acts on this record given the instance's state now.
   bool Act(Instance& instance, Trigger& t);
   void Release(InstanceSet& set, Instance& instance, Event& event, const Trigger& t);

@@ -33,11 +33,11 @@ class EventTriggersTest : public ::testing::Test {
     return r.ok() ? *r : "";
   }
   int Write(std::string_view path, std::string_view text) { return tree_.Write(path, text, true, kRoot); }
-  void Emit(Event* e, uint32_t seq) {
+  void Emit(Event* e, uint32_t seq, uint64_t timestamp_ns = 1000) {
     uint16_t type = e->id;
     std::vector<uint8_t> record = {uint8_t(type), uint8_t(type >> 8), 0, 0, 7, 0, 0, 0,
                                    uint8_t(seq),  uint8_t(seq >> 8),  0, 0};
-    instances_.Deliver(*e, {1000, 7, 7, 0}, record);
+    instances_.Deliver(*e, {timestamp_ns, 7, 7, 0}, record);
   }
 
   StatusPage page_;
@@ -210,6 +210,28 @@ TEST_F(EventTriggersTest, EnableHistAndDisableHistPauseTheTargetsHistograms) {
   EXPECT_EQ(Read("events/user_events/bar/hist").find("seq:          5"), std::string::npos);
   EXPECT_EQ(Read(kFooTrigger),
             "disable_event:user_events:bar:unlimited\nenable_hist:user_events:bar:count=0 if seq == 1\n");
+}
+
+// A `$var` reads the variable of the one histogram of the instance defining
+// it, at the same key; that histogram cannot go while it is read.
+TEST_F(EventTriggersTest, HistVariablesAcrossEvents) {
+  constexpr const char* kBarTrigger = "events/user_events/bar/trigger";
+  EXPECT_EQ(Write(kBarTrigger, "hist:keys=seq:lat=common_timestamp.usecs-$ts0:vals=$lat"), EINVAL);  // no ts0 yet
+  ASSERT_EQ(Write(kFooTrigger, "hist:keys=seq:ts0=common_timestamp.usecs"), 0);
+  ASSERT_EQ(Write(kBarTrigger, "hist:keys=seq:lat=common_timestamp.usecs-$ts0:vals=$lat"), 0);
+  Emit(foo_, 1, 5'000);
+  Emit(bar_, 1, 12'000);
+  Emit(bar_, 2, 12'000);  // no ts0 at seq 2: not counted
+  EXPECT_NE(Read("events/user_events/bar/hist").find("{ seq:          1 } hitcount:          1  lat:          7\n"),
+            std::string::npos)
+      << Read("events/user_events/bar/hist");
+  EXPECT_EQ(Write(kFooTrigger, "!hist:keys=seq:ts0=common_timestamp.usecs"), EBUSY);
+  ASSERT_EQ(Write(kBarTrigger, "!hist:keys=seq:lat=common_timestamp.usecs-$ts0:vals=$lat"), 0);
+  EXPECT_EQ(Write(kFooTrigger, "!hist:keys=seq:ts0=common_timestamp.usecs"), 0);
+  // Two histograms defining the name: the reference is ambiguous.
+  ASSERT_EQ(Write(kFooTrigger, "hist:keys=seq:x=seq"), 0);
+  ASSERT_EQ(Write(kBarTrigger, "hist:keys=seq:x=seq"), 0);
+  EXPECT_EQ(Write(kBarTrigger, "hist:keys=seq:vals=$x"), EINVAL);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ constexpr size_t kMaxVals = 2;      // TRACING_MAP_VALS_MAX, hitcount aside
 constexpr size_t kMaxSortKeys = 2;  // TRACING_MAP_SORT_KEYS_MAX
 constexpr int kMinBits = 7, kMaxBits = 17;
 constexpr size_t kMaxStringKey = 256;  // MAX_FILTER_STR_VAL
+constexpr size_t kMaxVars = 16;        // TRACING_MAP_VARS_MAX
 
 std::vector<std::string_view> Split(std::string_view text, char sep) {
   std::vector<std::string_view> parts;
@@ -79,11 +80,85 @@ int ParseField(std::string_view text, const std::vector<schema::Field>& fields, 
   return 0;
 }
 
+constexpr std::string_view kTimestamp = "common_timestamp";
+
+bool IsIdentifier(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// One operand: `$var`, a decimal constant, common_timestamp[.usecs] or a field.
+int ParseOperand(std::string_view text, const std::vector<schema::Field>& fields, bool key, bool in_expr,
+                 HistSpec* spec, HistField* out) {
+  if (text.starts_with('$')) {
+    if (key || !IsIdentifier(text.substr(1))) return EINVAL;  // keys are fields (docs/compat.md)
+    out->source = HistSource::kVarRef;
+    out->name = std::string(text.substr(1));
+    out->ref = spec->refs.size();
+    spec->refs.push_back({out->name, in_expr, std::nullopt});
+    return 0;
+  }
+  if (in_expr && !text.empty() && text.front() >= '0' && text.front() <= '9') {
+    auto n = filter::KernelStrToU64(text);
+    if (!n) return EINVAL;
+    out->source = HistSource::kConstant;
+    out->constant = *n;
+    out->name = std::string(text);
+    return 0;
+  }
+  if (text == kTimestamp || (text.starts_with(kTimestamp) && text.substr(kTimestamp.size()) == ".usecs")) {
+    out->source = HistSource::kTimestamp;
+    out->name = std::string(kTimestamp);
+    out->usecs = text.size() > kTimestamp.size();
+    return 0;
+  }
+  return ParseField(text, fields, key, out);
+}
+
+// `a+b`, `a-b`, `a*b`, `a/b` (left to right, * and / first), or one operand.
+int ParseExpr(std::string_view text, const std::vector<schema::Field>& fields, bool key, bool in_expr,
+              HistSpec* spec, HistField* out) {
+  size_t at = text.find_last_of("+-");
+  if (at == std::string_view::npos) at = text.find_last_of("*/");
+  if (at == std::string_view::npos) return ParseOperand(text, fields, key, in_expr, spec, out);
+  if (key) return EINVAL;
+  out->source = HistSource::kExpr;
+  out->name = std::string(text);
+  out->op = text[at];
+  out->operands.resize(2);
+  if (int err = ParseExpr(text.substr(0, at), fields, key, true, spec, &out->operands[0])) return err;
+  if (int err = ParseExpr(text.substr(at + 1), fields, key, true, spec, &out->operands[1])) return err;
+  return 0;
+}
+
 std::string FieldText(const HistField& f) {
-  std::string out = f.name + std::string(FlagName(f.flag));
+  std::string out = f.var.empty() ? "" : f.var + "=";
+  switch (f.source) {
+    case HistSource::kTimestamp: return out + f.name + (f.usecs ? ".usecs" : "");
+    case HistSource::kVarRef: return out + "$" + f.name;
+    case HistSource::kConstant:
+    case HistSource::kExpr: return out + f.name;
+    case HistSource::kField: break;
+  }
+  out += f.name + std::string(FlagName(f.flag));
   if (f.flag == HistFlag::kBuckets) out += fmt::format("={}", f.buckets);
   return out;
 }
+
+bool UsesTimestamp(const HistField& f) {
+  return f.source == HistSource::kTimestamp ||
+         std::any_of(f.operands.begin(), f.operands.end(), [](const HistField& o) { return UsesTimestamp(o); });
+}
+
+// The kernel prints the clock of a histogram that reads timestamps.
+bool UsesTimestamps(const HistSpec& spec) {
+  for (const auto* list : {&spec.keys, &spec.vals, &spec.vars}) {
+    if (std::any_of(list->begin(), list->end(), UsesTimestamp)) return true;
+  }
+  return false;
+}
+
 
 int ParseSort(std::string_view text, HistSpec* spec) {
   for (std::string_view item : Split(text, ',')) {
@@ -109,15 +184,41 @@ int ParseSort(std::string_view text, HistSpec* spec) {
   return 0;
 }
 
-int ParseFields(std::string_view list, const std::vector<schema::Field>& fields, bool key,
-                std::vector<HistField>* out) {
+int ParseFields(std::string_view list, const std::vector<schema::Field>& fields, bool key, HistSpec* spec) {
+  std::vector<HistField>& out = key ? spec->keys : spec->vals;
   for (std::string_view item : Split(list, ',')) {
     if (!key && item == "hitcount") continue;  // always kept
     HistField f;
-    if (int err = ParseField(item, fields, key, &f)) return err;
-    out->push_back(std::move(f));
+    if (int err = ParseExpr(item, fields, key, false, spec, &f)) return err;
+    out.push_back(std::move(f));
   }
-  return out->size() > (key ? kMaxKeys : kMaxVals) ? EINVAL : 0;
+  return out.size() > (key ? kMaxKeys : kMaxVals) ? EINVAL : 0;
+}
+
+// "ts0=common_timestamp.usecs[,b=field]": variables.
+int ParseVars(std::string_view list, const std::vector<schema::Field>& fields, HistSpec* spec) {
+  for (std::string_view item : Split(list, ',')) {
+    size_t eq = item.find('=');
+    HistField f;
+    if (eq == std::string_view::npos || !IsIdentifier(item.substr(0, eq))) return EINVAL;
+    if (int err = ParseExpr(item.substr(eq + 1), fields, false, false, spec, &f)) return err;
+    f.var = std::string(item.substr(0, eq));
+    for (const HistField& v : spec->vars) {
+      if (v.var == f.var) return EINVAL;  // the kernel's "Variable already defined"
+    }
+    if (f.is_string() || spec->vars.size() == kMaxVars) return EINVAL;
+    spec->vars.push_back(std::move(f));
+  }
+  return 0;
+}
+
+// A `$name` of one of our own variables reads it after this event set it.
+void ResolveOwnRefs(HistSpec* spec) {
+  for (VarRef& ref : spec->refs) {
+    for (size_t i = 0; i < spec->vars.size(); ++i) {
+      if (spec->vars[i].var == ref.name) ref.own = i;
+    }
+  }
 }
 
 }  // namespace
@@ -131,9 +232,9 @@ int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, 
     std::string_view value = eq == std::string_view::npos ? std::string_view() : attr.substr(eq + 1);
     int err = 0;
     if (name == "key" || name == "keys") {
-      err = ParseFields(value, fields, true, &out->keys);
+      err = ParseFields(value, fields, true, out);
     } else if (name == "val" || name == "vals" || name == "values") {
-      err = ParseFields(value, fields, false, &out->vals);
+      err = ParseFields(value, fields, false, out);
     } else if (name == "sort") {
       sort = value;
     } else if (name == "size") {
@@ -144,6 +245,10 @@ int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, 
       out->size = 1u << bits;
     } else if (name == "name" && !value.empty()) {
       out->name = std::string(value);
+    } else if (name == "clock") {
+      if (value != "mono") return EINVAL;  // udiag's only clock (trace_clock)
+    } else if (eq != std::string_view::npos && IsIdentifier(name)) {
+      err = ParseVars(attr, fields, out);
     } else if (attr == "pause") {
       out->control = HistControl::kPause;
     } else if (attr == "cont" || attr == "continue") {
@@ -157,6 +262,7 @@ int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, 
   }
   if (out->keys.empty()) return EINVAL;
   if (int err = ParseSort(sort.empty() ? "hitcount" : sort, out)) return err;
+  ResolveOwnRefs(out);
   return 0;
 }
 
@@ -166,7 +272,8 @@ bool SameHist(const HistSpec& a, const HistSpec& b) {
                       [](const HistField& p, const HistField& q) { return FieldText(p) == FieldText(q); });
   };
   auto same_sort = [](const SortKey& p, const SortKey& q) { return p.index == q.index && p.descending == q.descending; };
-  return same_fields(a.keys, b.keys) && same_fields(a.vals, b.vals) && a.name == b.name && a.filter == b.filter &&
+  return same_fields(a.keys, b.keys) && same_fields(a.vals, b.vals) && same_fields(a.vars, b.vars) &&
+         a.name == b.name && a.filter == b.filter &&
          std::equal(a.sort.begin(), a.sort.end(), b.sort.begin(), b.sort.end(), same_sort);
 }
 
@@ -177,6 +284,7 @@ std::string HistInfo(const HistSpec& spec, bool paused) {
   for (size_t i = 0; i < spec.keys.size(); ++i) out += (i ? "," : "") + FieldText(spec.keys[i]);
   out += ":vals=hitcount";
   for (const HistField& v : spec.vals) out += "," + FieldText(v);
+  for (size_t i = 0; i < spec.vars.size(); ++i) out += (i ? "," : ":") + FieldText(spec.vars[i]);
   out += ":sort=";
   for (size_t i = 0; i < spec.sort.size(); ++i) {
     const SortKey& s = spec.sort[i];
@@ -191,6 +299,7 @@ std::string HistInfo(const HistSpec& spec, bool paused) {
     if (s.descending) out += ".descending";
   }
   out += fmt::format(":size={}", spec.size);
+  if (UsesTimestamps(spec)) out += ":clock=mono";
   if (!spec.filter.empty()) out += " if " + spec.filter;
   out += paused ? " [paused]\n" : " [active]\n";
   return out;
@@ -227,7 +336,7 @@ std::string StringOf(const filter::FilterField& f, const filter::RecordContext& 
 
 bool Histogram::needs_comm() const {
   return std::any_of(spec_.keys.begin(), spec_.keys.end(), [](const HistField& k) {
-    return k.flag == HistFlag::kExecname || k.field.cls == filter::FieldClass::kComm;
+    return k.flag == HistFlag::kExecname || (k.source == HistSource::kField && k.field.cls == filter::FieldClass::kComm);
   });
 }
 
@@ -236,18 +345,62 @@ void Histogram::Clear() {
   hits_ = drops_ = 0;
 }
 
-void Histogram::Add(const filter::RecordContext& context) {
-  ++hits_;
+Histogram::Histogram(HistSpec spec) : spec_(std::move(spec)), bindings_(spec_.refs.size()) {}
+
+std::optional<size_t> Histogram::FindVar(std::string_view name) const {
+  for (size_t i = 0; i < spec_.vars.size(); ++i) {
+    if (spec_.vars[i].var == name) return i;
+  }
+  return std::nullopt;
+}
+
+void Histogram::BindRef(size_t ref, std::shared_ptr<Histogram> owner, size_t var) {
+  ++owner->referenced_;
+  bindings_[ref] = {std::move(owner), var};
+}
+
+void Histogram::Unbind() {
+  for (Binding& b : bindings_) {
+    if (b.owner) --b.owner->referenced_;
+    b = {};
+  }
+}
+
+std::optional<uint64_t> Histogram::ReadVar(const std::string& key, size_t var, bool once) {
+  auto it = entries_.find(key);
+  if (it == entries_.end() || !it->second.set[var]) return std::nullopt;
+  if (once) it->second.set[var] = false;
+  return it->second.vars[var];
+}
+
+uint64_t Histogram::Evaluate(const HistField& f, const HistInput& in, const std::vector<uint64_t>& refs) const {
+  switch (f.source) {
+    case HistSource::kField: return NumberOf(f.field, in.context);
+    case HistSource::kTimestamp: return f.usecs ? (in.timestamp_ns + 500) / 1000 : in.timestamp_ns;  // ns2usecs
+    case HistSource::kVarRef: return refs[f.ref];
+    case HistSource::kConstant: return f.constant;
+    case HistSource::kExpr: break;
+  }
+  const uint64_t a = Evaluate(f.operands[0], in, refs), b = Evaluate(f.operands[1], in, refs);
+  switch (f.op) {
+    case '+': return a + b;
+    case '-': return a - b;
+    case '*': return a * b;
+    default: return b == 0 ? UINT64_MAX : a / b;  // the kernel's -1 for a division by zero
+  }
+}
+
+bool Histogram::Add(const HistInput& in) {
   Entry probe;
   std::string key;
   for (const HistField& k : spec_.keys) {
     uint64_t number = 0;
     std::string text;
-    if (k.field.is_string()) {
-      text = StringOf(k.field, context);
+    if (k.is_string()) {
+      text = StringOf(k.field, in.context);
       key.append(text).push_back('\0');
     } else {
-      number = NumberOf(k.field, context);
+      number = Evaluate(k, in, {});
       if (k.flag == HistFlag::kLog2) number = number <= 1 ? 0 : std::bit_width(number - 1);
       if (k.flag == HistFlag::kBuckets) number = number / k.buckets * k.buckets;
       key.append(reinterpret_cast<const char*>(&number), sizeof(number));
@@ -255,19 +408,41 @@ void Histogram::Add(const filter::RecordContext& context) {
     probe.numbers.push_back(number);
     probe.strings.push_back(std::move(text));
   }
+  // Other histograms' variables at this key: all set, or the event is skipped.
+  std::vector<uint64_t> refs(spec_.refs.size());
+  for (size_t i = 0; i < refs.size(); ++i) {
+    if (spec_.refs[i].own) continue;
+    const Binding& b = bindings_[i];
+    std::optional<uint64_t> value;
+    if (b.owner) value = b.owner->ReadVar(key, b.var, spec_.refs[i].read_once);
+    if (!value) return false;
+    refs[i] = *value;
+  }
+  ++hits_;
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     if (entries_.size() >= spec_.size) {
       ++drops_;
-      return;
+      return false;
     }
     probe.sums.assign(spec_.vals.size(), 0);
-    probe.comm = std::string(context.comm);
+    probe.vars.assign(spec_.vars.size(), 0);
+    probe.set.assign(spec_.vars.size(), false);
+    probe.comm = std::string(in.context.comm);
     it = entries_.emplace(std::move(key), std::move(probe)).first;
   }
   Entry& e = it->second;
   ++e.hits;
-  for (size_t i = 0; i < spec_.vals.size(); ++i) e.sums[i] += NumberOf(spec_.vals[i].field, context);
+  // Variables first, in order, so that values (and later variables) read this event's.
+  for (size_t v = 0; v < spec_.vars.size(); ++v) {
+    e.vars[v] = Evaluate(spec_.vars[v], in, refs);
+    e.set[v] = true;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (spec_.refs[i].own == v) refs[i] = e.vars[v];
+    }
+  }
+  for (size_t i = 0; i < spec_.vals.size(); ++i) e.sums[i] += Evaluate(spec_.vals[i], in, refs);
+  return true;
 }
 
 std::string Histogram::KeyText(const Entry& e) const {
@@ -277,7 +452,7 @@ std::string Histogram::KeyText(const Entry& e) const {
     if (i) out += ", ";
     out += k.name + ": ";
     const uint64_t n = e.numbers[i];
-    if (k.field.is_string()) {
+    if (k.is_string()) {
       out += fmt::format("{:<50}", e.strings[i]);
     } else if (k.flag == HistFlag::kHex) {
       out += fmt::format("{:x}", n);
@@ -340,7 +515,7 @@ std::string Histogram::Render() const {
     size_t v = static_cast<size_t>(index) - 1;
     if (v < spec_.vals.size()) return {e.sums[v], nullptr};
     size_t k = v - spec_.vals.size();
-    *order = spec_.keys[k].field.is_string() ? 1 : 0;
+    *order = spec_.keys[k].is_string() ? 1 : 0;
     return {e.numbers[k], &e.strings[k]};
   };
   std::stable_sort(sorted.begin(), sorted.end(), [&](const Entry* a, const Entry* b) {
@@ -363,7 +538,10 @@ std::string Histogram::Render() const {
   std::string out = "# event histogram\n#\n# trigger info: " + HistInfo(spec_, paused_) + "#\n\n";
   for (const Entry* e : sorted) {
     out += KeyText(*e) + fmt::format(" hitcount: {:>10}", e->hits);
-    for (size_t i = 0; i < spec_.vals.size(); ++i) out += " " + ValueText(i, e->sums[i], totals[i], maxima[i]);
+    for (size_t i = 0; i < spec_.vals.size(); ++i) {
+      // As the kernel, an expression is summed but not shown.
+      if (spec_.vals[i].source != HistSource::kExpr) out += " " + ValueText(i, e->sums[i], totals[i], maxima[i]);
+    }
     out += "\n";
   }
   out += fmt::format("\nTotals:\n    Hits: {}\n    Entries: {}\n    Dropped: {}\n", hits_, entries_.size(), drops_);

@@ -1,11 +1,16 @@
 // ftrace hist triggers: `hist:keys=...[:vals=...][:sort=...][:size=N]
 // [:name=NAME][:pause|:cont|:clear] [if filter]`, the aggregation, and the
 // `hist` file's table in the kernel's layout (trace_events_hist.c, v6.x;
-// histogram.rst). Variables, actions and synthetic events are not here.
+// histogram.rst §2.2): `common_timestamp[.usecs]`, variables (`ts0=...`),
+// references to them (`$ts0`) and `+ - * /` expressions. Which histogram
+// defines a variable another refers to is the caller's business (BindRef):
+// the daemon looks it up among its instance's histograms.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,11 +23,36 @@ namespace udiag::trigger {
 
 enum class HistFlag : uint8_t { kNone, kHex, kLog2, kExecname, kBuckets, kPercent, kGraph };
 
+// Where a key's or value's number comes from.
+enum class HistSource : uint8_t {
+  kField,      // the record's bytes (or its cpu, or COMM)
+  kTimestamp,  // common_timestamp: the record's time, in ns (µs with .usecs)
+  kVarRef,     // $name: a variable of this or another histogram, at the same key
+  kConstant,   // a number in an expression
+  kExpr,       // operands[0] op operands[1]
+};
+
 struct HistField {
-  std::string name;           // as written, without the modifier
-  filter::FilterField field;  // where it is in the record
+  std::string name;           // as written, without the modifier (kVarRef: the variable; kExpr: the whole text)
+  filter::FilterField field;  // kField: where it is in the record
   HistFlag flag = HistFlag::kNone;
   uint64_t buckets = 0;       // .buckets=N
+  HistSource source = HistSource::kField;
+  bool usecs = false;         // common_timestamp.usecs
+  uint64_t constant = 0;      // kConstant
+  size_t ref = 0;             // kVarRef: its index in HistSpec::refs
+  char op = 0;                // kExpr: '+', '-', '*' or '/'
+  std::vector<HistField> operands;  // kExpr: two
+  std::string var;            // a variable's definition ("ts0=..."): its name
+
+  bool is_string() const { return source == HistSource::kField && field.is_string(); }
+};
+
+// A `$name` in a histogram: the variable it reads.
+struct VarRef {
+  std::string name;
+  bool read_once = false;  // in an expression: reading it unsets it (histogram.rst §2.2.1)
+  std::optional<size_t> own;  // one of this histogram's own variables (its index in HistSpec::vars)
 };
 
 struct SortKey {
@@ -35,6 +65,8 @@ enum class HistControl : uint8_t { kNone, kPause, kCont, kClear };
 struct HistSpec {
   std::vector<HistField> keys;
   std::vector<HistField> vals;  // besides hitcount, which is always kept
+  std::vector<HistField> vars;  // variables: set per key, not shown
+  std::vector<VarRef> refs;     // every $name in keys, vals and vars
   std::vector<SortKey> sort;    // default: hitcount ascending
   uint32_t size = 2048;         // entries, a power of two
   std::string name;
@@ -54,9 +86,15 @@ bool SameHist(const HistSpec& a, const HistSpec& b);
 // trigger file's line, and the hist file's "trigger info".
 std::string HistInfo(const HistSpec& spec, bool paused);
 
+// What one record gives a histogram: its bytes, cpu and thread name, and its time.
+struct HistInput {
+  filter::RecordContext context;
+  uint64_t timestamp_ns = 0;
+};
+
 class Histogram {
  public:
-  explicit Histogram(HistSpec spec) : spec_(std::move(spec)) {}
+  explicit Histogram(HistSpec spec);
   const HistSpec& spec() const { return spec_; }
   bool paused() const { return paused_; }
   // Whether Add() reads the thread's name (.execname or a COMM key).
@@ -64,8 +102,20 @@ class Histogram {
   void set_paused(bool paused) { paused_ = paused; }
   void Clear();
 
-  // One event that passed the trigger's filter. `comm` names its thread (.execname).
-  void Add(const filter::RecordContext& context);
+  // The index of variable `name` in spec().vars.
+  std::optional<size_t> FindVar(std::string_view name) const;
+  // Makes reference `ref` (not one of our own) read variable `var` of
+  // `owner`, which the caller keeps alive as long as this histogram.
+  void BindRef(size_t ref, std::shared_ptr<Histogram> owner, size_t var);
+  // Whether another histogram reads our variables (removing us is EBUSY).
+  bool referenced() const { return referenced_ > 0; }
+  // Undoes BindRef's count on the histograms this one reads (it goes away).
+  void Unbind();
+
+  // One event that passed the trigger's filter. Events whose references to
+  // other histograms' variables are not all set at their key are skipped
+  // (not counted), as the kernel does. Returns whether an entry was updated.
+  bool Add(const HistInput& input);
   // This histogram's part of the `hist` file.
   std::string Render() const;
 
@@ -76,11 +126,23 @@ class Histogram {
     std::string comm;                  // .execname: the first writer's name
     uint64_t hits = 0;
     std::vector<uint64_t> sums;        // per value
+    std::vector<uint64_t> vars;        // per variable
+    std::vector<bool> set;             // per variable: whether it holds a value
   };
+  // The value of variable `var` at `key`, unset if `once`.
+  std::optional<uint64_t> ReadVar(const std::string& key, size_t var, bool once);
+  uint64_t Evaluate(const HistField& f, const HistInput& in, const std::vector<uint64_t>& refs) const;
+
   std::string KeyText(const Entry& e) const;
   // " name: value" of value `i` (.percent of the column's total, .graph of its maximum).
   std::string ValueText(size_t i, uint64_t value, uint64_t total, uint64_t max) const;
+  struct Binding {
+    std::shared_ptr<Histogram> owner;
+    size_t var = 0;
+  };
   HistSpec spec_;
+  std::vector<Binding> bindings_;  // per spec_.refs entry (own ones unused)
+  int referenced_ = 0;
   bool paused_ = false;
   std::map<std::string, Entry> entries_;  // by the key's bytes
   uint64_t hits_ = 0;

@@ -51,7 +51,8 @@ TEST(HistParse, Errors) {
                                "keys=seq:vals=seq.log2", "keys=name.hex", "keys=seq:sort=nosuch",
                                "keys=seq:sort=seq.up", "keys=seq:size=64", "keys=seq:size=262144",
                                "keys=seq:size=x", "keys=seq,bytes,name,common_pid", "keys=seq:vals=seq,bytes,common_pid",
-                               "keys=seq:sort=hitcount,seq,hitcount", "keys=seq:x=$y", "keys=seq:onmax(seq).save(seq)",
+                               "keys=seq:sort=hitcount,seq,hitcount", "keys=seq:x=name", "keys=$x", "keys=seq-bytes", "keys=seq:x=seq,x=bytes", "keys=seq:clock=global",
+                               "keys=seq:x=$", "keys=seq:x=seq+", "keys=seq:x=common_timestamp.msecs",
                                "keys=seq.buckets=0", "keys=blob", "keys=seq:vals=blob"}) {
     EXPECT_EQ(ParseHist(bad, Fields(), &spec), EINVAL) << bad;
   }
@@ -63,7 +64,9 @@ TEST(HistParse, SameHistIgnoresSizeAndControl) {
   EXPECT_FALSE(SameHist(Parsed("keys=seq"), Parsed("keys=seq:sort=hitcount.descending")));
 }
 
-void Add(Histogram& h, std::vector<uint8_t> record, std::string_view comm = "app") { h.Add({record, 1, comm}); }
+void Add(Histogram& h, std::vector<uint8_t> record, std::string_view comm = "app", uint64_t ts = 0) {
+  h.Add({{record, 1, comm}, ts});
+}
 
 TEST(HistRender, KernelLayout) {
   Histogram h(Parsed("keys=seq:vals=bytes"));
@@ -130,6 +133,69 @@ TEST(HistRender, FullMapDropsNewKeys) {
   EXPECT_NE(out.find("Totals:\n    Hits: 131\n    Entries: 128\n    Dropped: 2\n"), std::string::npos) << out;
   h.Clear();
   EXPECT_NE(h.Render().find("    Hits: 0\n    Entries: 0\n"), std::string::npos);
+}
+
+TEST(HistTimestamp, NanosecondsOrRoundedMicroseconds) {
+  HistSpec spec = Parsed("keys=seq:vals=common_timestamp,common_timestamp.usecs");
+  EXPECT_EQ(HistInfo(spec, false),
+            "hist:keys=seq:vals=hitcount,common_timestamp,common_timestamp.usecs:sort=hitcount:size=2048:clock=mono [active]\n");
+  Histogram h(std::move(spec));
+  Add(h, Record(1, 5, 0, ""), "app", 2'000'499);
+  Add(h, Record(1, 5, 0, ""), "app", 1'000'500);
+  EXPECT_NE(h.Render().find("{ seq:          5 } hitcount:          2  common_timestamp:    3000999  common_timestamp:       3001\n"),
+            std::string::npos)
+      << h.Render();
+  EXPECT_EQ(HistInfo(Parsed("keys=common_timestamp.usecs"), false),
+            "hist:keys=common_timestamp.usecs:vals=hitcount:sort=hitcount:size=2048:clock=mono [active]\n");
+}
+
+TEST(HistVars, DefinedPerKeyAndShownInTheInfoOnly) {
+  HistSpec spec = Parsed("keys=seq:ts0=common_timestamp.usecs,b=bytes:c=bytes*2+1");
+  EXPECT_EQ(HistInfo(spec, false),
+            "hist:keys=seq:vals=hitcount:ts0=common_timestamp.usecs,b=bytes,c=bytes*2+1:sort=hitcount:size=2048:clock=mono [active]\n");
+  ASSERT_EQ(spec.vars.size(), 3u);
+  Histogram h(std::move(spec));
+  EXPECT_EQ(h.FindVar("b"), 1u);
+  EXPECT_FALSE(h.FindVar("nosuch"));
+  Add(h, Record(1, 5, 10, ""), "app", 7000);
+  EXPECT_NE(h.Render().find("{ seq:          5 } hitcount:          1\n"), std::string::npos) << h.Render();
+}
+
+// The kernel's latency example: one event saves ts0 per key, another reads it once.
+TEST(HistVars, ReferenceReadsTheSameKeyOnceAndSkipsUnsetKeys) {
+  auto start = std::make_shared<Histogram>(Parsed("keys=seq:ts0=common_timestamp.usecs"));
+  HistSpec end_spec = Parsed("keys=seq:lat=common_timestamp.usecs-$ts0:vals=$lat");
+  ASSERT_EQ(end_spec.refs.size(), 2u);
+  EXPECT_TRUE(end_spec.refs[0].read_once);
+  EXPECT_FALSE(end_spec.refs[0].own);
+  EXPECT_EQ(end_spec.refs[1].own, 0u);  // $lat: our own
+  EXPECT_EQ(HistInfo(end_spec, false),
+            "hist:keys=seq:vals=hitcount,$lat:lat=common_timestamp.usecs-$ts0:sort=hitcount:size=2048:clock=mono [active]\n");
+  Histogram end(std::move(end_spec));
+  end.BindRef(0, start, 0);
+  EXPECT_TRUE(start->referenced());
+  Add(*start, Record(1, 5, 0, ""), "app", 10'000);
+  Add(*start, Record(1, 6, 0, ""), "app", 20'000);
+  Add(end, Record(1, 5, 0, ""), "app", 13'000);  // 3 us
+  Add(end, Record(1, 5, 0, ""), "app", 14'000);  // ts0 was read: skipped
+  Add(end, Record(1, 7, 0, ""), "app", 14'000);  // no ts0 at seq 7: skipped
+  Add(*start, Record(1, 5, 0, ""), "app", 30'000);
+  Add(end, Record(1, 5, 0, ""), "app", 38'000);  // 8 us
+  EXPECT_NE(end.Render().find("{ seq:          5 } hitcount:          2  lat:         11\n\nTotals:\n    Hits: 2\n"
+                              "    Entries: 1\n"),
+            std::string::npos)
+      << end.Render();
+  end.Unbind();
+  EXPECT_FALSE(start->referenced());
+}
+
+TEST(HistVars, ExpressionsAndDivisionByZero) {
+  Histogram h(Parsed("keys=seq:q=bytes/seq:vals=$q"));
+  Add(h, Record(1, 4, 10, ""));
+  Add(h, Record(1, 0, 10, ""));
+  std::string out = h.Render();
+  EXPECT_NE(out.find("{ seq:          4 } hitcount:          1  q:          2\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("{ seq:          0 } hitcount:          1  q: 18446744073709551615\n"), std::string::npos) << out;
 }
 
 }  // namespace
