@@ -212,6 +212,64 @@ int ParseVars(std::string_view list, const std::vector<schema::Field>& fields, H
   return 0;
 }
 
+// "onmatch(sys.event).trace(synth,p,...)", "onmatch(sys.event).synth(p,...)",
+// "onmax($v).save(f,...)", "onchange($v).snapshot()" (and onmax/onchange().trace()).
+int ParseAction(std::string_view text, const std::vector<schema::Field>& fields, HistSpec* spec) {
+  HistAction a;
+  a.text = ":" + std::string(text);
+  size_t open = text.find('('), close = text.find(").");
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open || !text.ends_with(')')) {
+    return EINVAL;
+  }
+  std::string_view handler = text.substr(0, open), arg = text.substr(open + 1, close - open - 1);
+  std::string_view call = text.substr(close + 2, text.size() - close - 3);  // "name(params"
+  size_t paren = call.find('(');
+  if (paren == std::string_view::npos) return EINVAL;
+  std::string_view action = call.substr(0, paren), params = call.substr(paren + 1);
+  std::vector<std::string_view> list;
+  if (!params.empty()) list = Split(params, ',');
+  if (handler == "onmatch") {
+    size_t dot = arg.find('.');
+    if (dot == std::string_view::npos || dot == 0 || dot + 1 == arg.size()) return EINVAL;
+    a.match_system = std::string(arg.substr(0, dot));
+    a.match_event = std::string(arg.substr(dot + 1));
+  } else if (handler == "onmax" || handler == "onchange") {
+    a.handler = handler == "onmax" ? Handler::kOnMax : Handler::kOnChange;
+    if (!arg.starts_with('$')) return EINVAL;
+    if (int err = ParseOperand(arg, fields, false, false, spec, &a.tracked)) return err;
+  } else {
+    return EINVAL;
+  }
+  if (action == "save" || action == "snapshot") {
+    if (a.handler == Handler::kOnMatch) return EINVAL;
+    a.kind = action == "save" ? ActionKind::kSave : ActionKind::kSnapshot;
+    if ((a.kind == ActionKind::kSave) == list.empty()) return EINVAL;
+  } else {
+    a.trace_keyword = action == "trace";
+    if (a.trace_keyword) {
+      if (list.empty()) return EINVAL;
+      action = list.front();
+      list.erase(list.begin());
+    }
+    if (!IsIdentifier(action)) return EINVAL;
+    a.synth = std::string(action);
+  }
+  for (std::string_view param : list) {
+    // A qualified "system.event.$var" or "system.event.field": the name is enough here.
+    if (size_t at = param.rfind('.'); at != std::string_view::npos && param.substr(at + 1).starts_with('$')) {
+      param.remove_prefix(at + 1);
+    }
+    HistField f;
+    int err = a.kind == ActionKind::kSave ? ParseField(param, fields, true, &f)
+                                          : ParseExpr(param, fields, false, false, spec, &f);
+    if (err) return err;
+    if (a.kind == ActionKind::kTrace && f.is_string()) return EINVAL;  // numeric synthetic fields only
+    a.params.push_back(std::move(f));
+  }
+  spec->actions.push_back(std::move(a));
+  return 0;
+}
+
 // A `$name` of one of our own variables reads it after this event set it.
 void ResolveOwnRefs(HistSpec* spec) {
   for (VarRef& ref : spec->refs) {
@@ -247,6 +305,8 @@ int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, 
       out->name = std::string(value);
     } else if (name == "clock") {
       if (value != "mono") return EINVAL;  // udiag's only clock (trace_clock)
+    } else if (attr.starts_with("onmatch(") || attr.starts_with("onmax(") || attr.starts_with("onchange(")) {
+      err = ParseAction(attr, fields, out);
     } else if (eq != std::string_view::npos && IsIdentifier(name)) {
       err = ParseVars(attr, fields, out);
     } else if (attr == "pause") {
@@ -274,6 +334,8 @@ bool SameHist(const HistSpec& a, const HistSpec& b) {
   auto same_sort = [](const SortKey& p, const SortKey& q) { return p.index == q.index && p.descending == q.descending; };
   return same_fields(a.keys, b.keys) && same_fields(a.vals, b.vals) && same_fields(a.vars, b.vars) &&
          a.name == b.name && a.filter == b.filter &&
+         std::equal(a.actions.begin(), a.actions.end(), b.actions.begin(), b.actions.end(),
+                    [](const HistAction& p, const HistAction& q) { return p.text == q.text; }) &&
          std::equal(a.sort.begin(), a.sort.end(), b.sort.begin(), b.sort.end(), same_sort);
 }
 
@@ -300,6 +362,7 @@ std::string HistInfo(const HistSpec& spec, bool paused) {
   }
   out += fmt::format(":size={}", spec.size);
   if (UsesTimestamps(spec)) out += ":clock=mono";
+  for (const HistAction& a : spec.actions) out += a.text;
   if (!spec.filter.empty()) out += " if " + spec.filter;
   out += paused ? " [paused]\n" : " [active]\n";
   return out;
@@ -342,6 +405,7 @@ bool Histogram::needs_comm() const {
 
 void Histogram::Clear() {
   entries_.clear();
+  snapshot_ = {};
   hits_ = drops_ = 0;
 }
 
@@ -390,7 +454,7 @@ uint64_t Histogram::Evaluate(const HistField& f, const HistInput& in, const std:
   }
 }
 
-bool Histogram::Add(const HistInput& in) {
+bool Histogram::Add(const HistInput& in, HistSink* sink) {
   Entry probe;
   std::string key;
   for (const HistField& k : spec_.keys) {
@@ -442,7 +506,65 @@ bool Histogram::Add(const HistInput& in) {
     }
   }
   for (size_t i = 0; i < spec_.vals.size(); ++i) e.sums[i] += Evaluate(spec_.vals[i], in, refs);
+  RunActions(it->first, e, in, refs, sink);
   return true;
+}
+
+void Histogram::RunActions(const std::string& key, Entry& e, const HistInput& in, const std::vector<uint64_t>& refs,
+                           HistSink* sink) {
+  if (spec_.actions.empty()) return;
+  e.tracked.resize(spec_.actions.size());
+  for (size_t i = 0; i < spec_.actions.size(); ++i) {
+    const HistAction& a = spec_.actions[i];
+    uint64_t value = 0;
+    if (a.handler != Handler::kOnMatch) {
+      // onmax: above this entry's max so far; onchange: not this entry's last value (both start at 0).
+      value = Evaluate(a.tracked, in, refs);
+      Entry::Tracked& t = e.tracked[i];
+      if (a.handler == Handler::kOnMax ? value <= t.value : value == t.value) continue;
+      t.value = value;
+      if (a.kind == ActionKind::kSave) {
+        t.numbers.clear();
+        t.strings.clear();
+        for (const HistField& f : a.params) {
+          t.numbers.push_back(f.is_string() ? 0 : Evaluate(f, in, refs));
+          t.strings.push_back(f.is_string() ? StringOf(f.field, in.context) : std::string());
+        }
+      }
+    }
+    if (a.kind == ActionKind::kSnapshot) {
+      // The instance's snapshot follows the histogram-wide max (or last value), as the kernel's.
+      if (snapshot_.taken && (a.handler == Handler::kOnMax ? value <= snapshot_.value : value == snapshot_.value)) {
+        continue;
+      }
+      snapshot_ = {true, value, key, i};
+      if (sink) sink->Snapshot();
+    } else if (a.kind == ActionKind::kTrace && sink) {
+      std::vector<uint64_t> values;
+      for (const HistField& f : a.params) values.push_back(Evaluate(f, in, refs));
+      sink->Trace(i, values);
+    }
+  }
+}
+
+// "\n\tmax:   N  field: V" per onmax/onchange action but snapshot(), as the kernel's track_data_print.
+std::string Histogram::ActionsText(const Entry& e) const {
+  std::string out;
+  for (size_t i = 0; i < spec_.actions.size() && i < e.tracked.size(); ++i) {
+    const HistAction& a = spec_.actions[i];
+    if (a.handler == Handler::kOnMatch || a.kind == ActionKind::kSnapshot) continue;
+    out += fmt::format("\n\t{}: {:>10}", a.handler == Handler::kOnMax ? "max" : "changed", e.tracked[i].value);
+    if (a.kind != ActionKind::kSave) continue;
+    const Entry::Tracked& t = e.tracked[i];
+    for (size_t p = 0; p < a.params.size() && p < t.numbers.size(); ++p) {
+      if (a.params[p].is_string()) {
+        out += fmt::format("  {}: {:<32}", a.params[p].name, t.strings[p]);
+      } else {
+        out += fmt::format("  {}: {:>10}", a.params[p].name, t.numbers[p]);
+      }
+    }
+  }
+  return out;
 }
 
 std::string Histogram::KeyText(const Entry& e) const {
@@ -542,7 +664,13 @@ std::string Histogram::Render() const {
       // As the kernel, an expression is summed but not shown.
       if (spec_.vals[i].source != HistSource::kExpr) out += " " + ValueText(i, e->sums[i], totals[i], maxima[i]);
     }
-    out += "\n";
+    out += ActionsText(*e) + "\n";
+  }
+  if (auto at = entries_.find(snapshot_.key); snapshot_.taken && at != entries_.end()) {
+    const HistAction& a = spec_.actions[snapshot_.action];
+    out += fmt::format("\nSnapshot taken (see tracing/snapshot).  Details:\n\ttriggering value {{ {}({}) }}: {:>10}",
+                       a.handler == Handler::kOnMax ? "onmax" : "onchange", FieldText(a.tracked), snapshot_.value);
+    out += "\ttriggered by event with key: " + KeyText(at->second) + "\n";
   }
   out += fmt::format("\nTotals:\n    Hits: {}\n    Entries: {}\n    Dropped: {}\n", hits_, entries_.size(), drops_);
   return out;

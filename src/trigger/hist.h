@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,11 +63,28 @@ struct SortKey {
 
 enum class HistControl : uint8_t { kNone, kPause, kCont, kClear };
 
+// `handler.action` (histogram.rst §2.2.3): when, and what, a histogram does
+// beyond counting as an entry is updated.
+enum class Handler : uint8_t { kOnMatch, kOnMax, kOnChange };
+enum class ActionKind : uint8_t { kTrace, kSave, kSnapshot };
+
+struct HistAction {
+  Handler handler = Handler::kOnMatch;
+  ActionKind kind = ActionKind::kTrace;
+  std::string match_system, match_event;  // onmatch(system.event)
+  HistField tracked;                      // onmax($v), onchange($v): the reference
+  std::string synth;                      // trace: the synthetic event to generate
+  bool trace_keyword = false;             // trace(synth,...) rather than synth(...)
+  std::vector<HistField> params;          // trace: its field values; save: the fields kept
+  std::string text;                       // ":onmatch(...).trace(...)" as the trigger file prints it
+};
+
 struct HistSpec {
   std::vector<HistField> keys;
   std::vector<HistField> vals;  // besides hitcount, which is always kept
   std::vector<HistField> vars;  // variables: set per key, not shown
-  std::vector<VarRef> refs;     // every $name in keys, vals and vars
+  std::vector<VarRef> refs;     // every $name in keys, vals, vars and actions
+  std::vector<HistAction> actions;
   std::vector<SortKey> sort;    // default: hitcount ascending
   uint32_t size = 2048;         // entries, a power of two
   std::string name;
@@ -85,6 +103,17 @@ bool SameHist(const HistSpec& a, const HistSpec& b);
 // "hist:keys=...:vals=hitcount...:sort=...:size=N[ if F] [active]\n": the
 // trigger file's line, and the hist file's "trigger info".
 std::string HistInfo(const HistSpec& spec, bool paused);
+
+// Where a histogram's actions go: the daemon generates the synthetic events
+// and takes the snapshots.
+class HistSink {
+ public:
+  virtual ~HistSink() = default;
+  // spec().actions[action] (a trace) generates its synthetic event with these field values.
+  virtual void Trace(size_t action, std::span<const uint64_t> values) = 0;
+  // A snapshot() action fired.
+  virtual void Snapshot() = 0;
+};
 
 // What one record gives a histogram: its bytes, cpu and thread name, and its time.
 struct HistInput {
@@ -114,8 +143,9 @@ class Histogram {
 
   // One event that passed the trigger's filter. Events whose references to
   // other histograms' variables are not all set at their key are skipped
-  // (not counted), as the kernel does. Returns whether an entry was updated.
-  bool Add(const HistInput& input);
+  // (not counted), as the kernel does. Returns whether an entry was updated;
+  // then the actions run, into `sink` (when given).
+  bool Add(const HistInput& input, HistSink* sink = nullptr);
   // This histogram's part of the `hist` file.
   std::string Render() const;
 
@@ -128,7 +158,23 @@ class Histogram {
     std::vector<uint64_t> sums;        // per value
     std::vector<uint64_t> vars;        // per variable
     std::vector<bool> set;             // per variable: whether it holds a value
+    struct Tracked {                   // per onmax/onchange action
+      uint64_t value = 0;              // the max, or the last value
+      std::vector<uint64_t> numbers;   // save(): the fields at that event
+      std::vector<std::string> strings;
+    };
+    std::vector<Tracked> tracked;
   };
+  // The last snapshot() taken, for the "Snapshot taken" lines.
+  struct SnapshotInfo {
+    bool taken = false;
+    uint64_t value = 0;
+    std::string key;
+    size_t action = 0;
+  };
+  void RunActions(const std::string& key, Entry& e, const HistInput& in, const std::vector<uint64_t>& refs,
+                  HistSink* sink);
+  std::string ActionsText(const Entry& e) const;
   // The value of variable `var` at `key`, unset if `once`.
   std::optional<uint64_t> ReadVar(const std::string& key, size_t var, bool once);
   uint64_t Evaluate(const HistField& f, const HistInput& in, const std::vector<uint64_t>& refs) const;
@@ -147,6 +193,7 @@ class Histogram {
   std::map<std::string, Entry> entries_;  // by the key's bytes
   uint64_t hits_ = 0;
   uint64_t drops_ = 0;
+  SnapshotInfo snapshot_;
 };
 
 }  // namespace udiag::trigger

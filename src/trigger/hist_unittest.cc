@@ -198,5 +198,81 @@ TEST(HistVars, ExpressionsAndDivisionByZero) {
   EXPECT_NE(out.find("{ seq:          0 } hitcount:          1  q: 18446744073709551615\n"), std::string::npos) << out;
 }
 
+struct RecordingSink : HistSink {
+  void Trace(size_t action, std::span<const uint64_t> values) override {
+    traced.emplace_back(action, std::vector<uint64_t>(values.begin(), values.end()));
+  }
+  void Snapshot() override { ++snapshots; }
+  std::vector<std::pair<size_t, std::vector<uint64_t>>> traced;
+  int snapshots = 0;
+};
+
+TEST(HistActions, OnmatchTraceGivesTheParameters) {
+  HistSpec spec = Parsed("keys=seq:lat=common_timestamp-$ts0:onmatch(user_events.start).trace(latency,$lat,seq)");
+  EXPECT_EQ(HistInfo(spec, false),
+            "hist:keys=seq:vals=hitcount:lat=common_timestamp-$ts0:sort=hitcount:size=2048:clock=mono"
+            ":onmatch(user_events.start).trace(latency,$lat,seq) [active]\n");
+  ASSERT_EQ(spec.actions.size(), 1u);
+  EXPECT_EQ(spec.actions[0].match_event, "start");
+  EXPECT_EQ(spec.actions[0].synth, "latency");
+  auto start = std::make_shared<Histogram>(Parsed("keys=seq:ts0=common_timestamp"));
+  Histogram end(std::move(spec));
+  end.BindRef(0, start, 0);
+  RecordingSink sink;
+  start->Add({{Record(1, 4, 0, ""), 0, "a"}, 100});
+  end.Add({{Record(1, 4, 0, ""), 0, "a"}, 130}, &sink);
+  end.Add({{Record(1, 4, 0, ""), 0, "a"}, 140}, &sink);  // ts0 already read: no event
+  ASSERT_EQ(sink.traced.size(), 1u);
+  EXPECT_EQ(sink.traced[0].second, (std::vector<uint64_t>{30, 4}));
+  end.Unbind();
+  // The older form names the synthetic event as the action.
+  HistSpec old_form = Parsed("keys=seq:onmatch(a.b).latency(seq)");
+  EXPECT_FALSE(old_form.actions[0].trace_keyword);
+  EXPECT_EQ(old_form.actions[0].synth, "latency");
+}
+
+TEST(HistActions, Errors) {
+  HistSpec spec;
+  for (std::string_view bad : {"keys=seq:onmatch(ab).trace(x,seq)", "keys=seq:onmatch(a.b).save(seq)",
+                               "keys=seq:onmax(seq).save(seq)", "keys=seq:onmax($x).save()", "keys=seq:onmax($x).save",
+                               "keys=seq:onmatch(a.b).trace()", "keys=seq:onmatch(a.b).trace(x,name)",
+                               "keys=seq:onmax($x).snapshot(seq)", "keys=seq:onwhat($x).snapshot()"}) {
+    EXPECT_EQ(ParseHist(bad, Fields(), &spec), EINVAL) << bad;
+  }
+}
+
+// The kernel's onmax($v).save(...) lines: the entry's max and the fields of the event that made it.
+TEST(HistActions, OnmaxSaveAndOnchange) {
+  Histogram h(Parsed("keys=seq:b=bytes:onmax($b).save(name,common_pid):onchange($b).save(bytes)"));
+  RecordingSink sink;
+  h.Add({{Record(77, 1, 10, "ten"), 0, "a"}, 0}, &sink);
+  h.Add({{Record(78, 1, 30, "thirty"), 0, "a"}, 0}, &sink);
+  h.Add({{Record(79, 1, 20, "twenty"), 0, "a"}, 0}, &sink);
+  std::string out = h.Render();
+  EXPECT_NE(out.find("{ seq:          1 } hitcount:          3\n"
+                     "\tmax:         30  name: thirty                            common_pid:         78\n"
+                     "\tchanged:         20  bytes:         20\n"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(sink.snapshots, 0);
+}
+
+TEST(HistActions, SnapshotFollowsTheHistogramWideMax) {
+  Histogram h(Parsed("keys=seq:b=bytes:onmax($b).snapshot()"));
+  RecordingSink sink;
+  h.Add({{Record(1, 1, 10, ""), 0, "a"}, 0}, &sink);
+  h.Add({{Record(1, 2, 5, ""), 0, "a"}, 0}, &sink);  // a new max of seq 2, not of the histogram
+  h.Add({{Record(1, 2, 12, ""), 0, "a"}, 0}, &sink);
+  EXPECT_EQ(sink.snapshots, 2);
+  std::string out = h.Render();
+  EXPECT_NE(out.find("{ seq:          2 } hitcount:          2\n"
+                     "\n"
+                     "Snapshot taken (see tracing/snapshot).  Details:\n"
+                     "\ttriggering value { onmax($b) }:         12\ttriggered by event with key: { seq:          2 }\n"
+                     "\nTotals:\n"),
+            std::string::npos)
+      << out;
+}
+
 }  // namespace
 }  // namespace udiag::trigger
