@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <utility>
 
 #include "service/instance.h"
+#include "trigger/synth_event.h"
 
 namespace udiag::service {
 namespace {
@@ -82,9 +85,8 @@ int EventTriggers::WriteHist(InstanceSet& set, Instance& instance, Event& event,
   if (spec.remove) {
     if (same != slot.hists.end()) {
       if (same->hist->referenced()) return EBUSY;  // as the kernel's check_var_refs
-      same->hist->Unbind();
+      ReleaseHist(set, instance, event, *same);
       slot.hists.erase(same);
-      set.SetSoftMode(instance, &event, false);
     }
     return 0;
   }
@@ -98,33 +100,65 @@ int EventTriggers::WriteHist(InstanceSet& set, Instance& instance, Event& event,
   }
   if (hist.control == trigger::HistControl::kCont || hist.control == trigger::HistControl::kClear) return ENOENT;
   const bool paused = hist.control == trigger::HistControl::kPause;
-  auto made = std::make_shared<trigger::Histogram>(std::move(hist));
-  if (int err = BindVars(*made, made)) {
-    made->Unbind();
+  HistTrigger made{std::make_shared<trigger::Histogram>(std::move(hist)), std::move(filter), {}};
+  std::vector<uint32_t> matched;
+  int err = BindActions(set.registry(), made, &matched);
+  if (!err) err = BindVars(*made.hist, made.hist, matched);
+  if (err) {
+    made.hist->Unbind();
+    for (Event* e : made.synth) {
+      if (e) set.registry().Put(e);
+    }
     return err;
   }
-  made->set_paused(paused);
-  slot.hists.push_back({std::move(made), std::move(filter)});
+  made.hist->set_paused(paused);
+  slot.hists.push_back(std::move(made));
   set.SetSoftMode(instance, &event, true);
   return 0;
 }
 
-int EventTriggers::BindVars(trigger::Histogram& hist, const std::shared_ptr<trigger::Histogram>& self) const {
+int EventTriggers::BindActions(EventRegistry& registry, HistTrigger& h, std::vector<uint32_t>* matched) const {
+  for (const trigger::HistAction& a : h.hist->spec().actions) {
+    Event* synth = nullptr;
+    if (a.handler == trigger::Handler::kOnMatch) {
+      const Event* match = registry.FindByTracepoint(a.match_system, a.match_event);
+      if (!match) return EINVAL;  // the kernel's "Couldn't find target event"
+      matched->push_back(match->id);
+    }
+    if (a.kind == trigger::ActionKind::kTrace) {
+      synth = registry.FindByTracepoint("synthetic", a.synth);
+      if (!synth || synth->desc.fields.size() != a.params.size()) return EINVAL;
+      registry.Get(synth);  // defining it again or deleting it is EBUSY meanwhile
+    }
+    h.synth.push_back(synth);
+  }
+  return 0;
+}
+
+int EventTriggers::BindVars(trigger::Histogram& hist, const std::shared_ptr<trigger::Histogram>& self,
+                            const std::vector<uint32_t>& preferred) const {
   const std::vector<trigger::VarRef>& refs = hist.spec().refs;
   for (size_t i = 0; i < refs.size(); ++i) {
     if (refs[i].own) continue;
     std::shared_ptr<trigger::Histogram> owner;
     size_t var = 0;
-    for (const Slot& slot : slots_) {
-      for (const HistTrigger& h : slot.hists) {
-        auto found = h.hist->FindVar(refs[i].name);
-        if (!found || h.hist == self) continue;
-        if (owner) return EINVAL;  // the kernel's "Variable name not unique"
-        owner = h.hist;
-        var = *found;
+    bool ambiguous = false;
+    // First the onmatch() events' histograms, then every event's.
+    for (int pass = 0; pass < 2 && !owner; ++pass) {
+      for (size_t index = 0; index < slots_.size(); ++index) {
+        bool is_preferred = std::find(preferred.begin(), preferred.end(), index + EventRegistry::kFirstId) !=
+                            preferred.end();
+        if (pass == 0 && !is_preferred) continue;
+        for (const HistTrigger& h : slots_[index].hists) {
+          auto found = h.hist->FindVar(refs[i].name);
+          if (!found || h.hist == self) continue;
+          ambiguous = ambiguous || owner != nullptr;
+          owner = h.hist;
+          var = *found;
+        }
       }
     }
-    if (!owner) return EINVAL;  // the kernel's "Couldn't find variable"
+    if (!owner || ambiguous) return EINVAL;  // the kernel's "Couldn't find variable", "not unique"
     hist.BindRef(i, std::move(owner), var);
   }
   return 0;
@@ -135,11 +169,16 @@ void EventTriggers::Release(InstanceSet& set, Instance& instance, Event& event, 
   set.SetSoftMode(instance, &event, false);
 }
 
-void EventTriggers::RemoveHists(InstanceSet& set, Instance& instance, Event& event, Slot& slot) {
-  for (HistTrigger& h : slot.hists) {
-    h.hist->Unbind();
-    set.SetSoftMode(instance, &event, false);
+void EventTriggers::ReleaseHist(InstanceSet& set, Instance& instance, Event& event, HistTrigger& h) {
+  h.hist->Unbind();
+  for (Event* e : std::exchange(h.synth, {})) {
+    if (e) set.registry().Put(e);
   }
+  set.SetSoftMode(instance, &event, false);
+}
+
+void EventTriggers::RemoveHists(InstanceSet& set, Instance& instance, Event& event, Slot& slot) {
+  for (HistTrigger& h : slot.hists) ReleaseHist(set, instance, event, h);
   slot.hists.clear();
 }
 
@@ -207,7 +246,35 @@ bool EventTriggers::Act(Instance& instance, Trigger& t) {
   return true;
 }
 
-void EventTriggers::Fire(Instance& instance, const Event& event, const EntryMeta& meta,
+// Hist actions of one record: trace() delivers its synthetic event to every
+// instance that takes it in (its own triggers included), snapshot() snapshots
+// this instance.
+class EventTriggers::ActionSink : public trigger::HistSink {
+ public:
+  ActionSink(InstanceSet& set, Instance& instance, const HistTrigger& h, const EntryMeta& meta, int32_t pid)
+      : set_(set), instance_(instance), h_(h), meta_(meta), pid_(pid) {}
+  void Trace(size_t action, std::span<const uint64_t> values) override {
+    // A synthetic event whose histogram generates synthetic events: bounded, as the kernel's recursion guard.
+    static int depth = 0;
+    constexpr int kMaxDepth = 4;
+    Event* synth = h_.synth[action];
+    if (!synth || depth == kMaxDepth) return;
+    std::vector<uint8_t> record = trigger::SynthRecord(static_cast<uint16_t>(synth->id), pid_, synth->desc.fields, values);
+    ++depth;
+    set_.Deliver(*synth, meta_, record);
+    --depth;
+  }
+  void Snapshot() override { instance_.TakeSnapshot(); }
+
+ private:
+  InstanceSet& set_;
+  Instance& instance_;
+  const HistTrigger& h_;
+  const EntryMeta& meta_;
+  int32_t pid_;
+};
+
+void EventTriggers::Fire(InstanceSet& set, Instance& instance, const Event& event, const EntryMeta& meta,
                          std::span<const uint8_t> record, const CommLookup& comm) {
   Slot& slot = slots_[event.id - EventRegistry::kFirstId];
   std::string name;  // looked up once, when a filter or .execname needs it
@@ -218,7 +285,10 @@ void EventTriggers::Fire(Instance& instance, const Event& event, const EntryMeta
   for (HistTrigger& h : slot.hists) {
     if (h.hist->paused() || !Passes(h.filter, !h.hist->spec().filter.empty(), meta, record, comm, &name)) continue;
     if (name.empty() && comm && h.hist->needs_comm()) name = comm(meta.tid);
-    h.hist->Add({{record, meta.cpu, name}, meta.timestamp});
+    int32_t pid = 0;  // the writer's common_pid, as the synthetic event's
+    if (record.size() >= schema::kCommonHeaderSize) std::memcpy(&pid, record.data() + 4, sizeof(pid));
+    ActionSink sink(set, instance, h, meta, pid);
+    h.hist->Add({{record, meta.cpu, name}, meta.timestamp}, &sink);
   }
 }
 

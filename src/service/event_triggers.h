@@ -48,8 +48,9 @@ class EventTriggers {
     return slot < slots_.size() && (!slots_[slot].triggers.empty() || !slots_[slot].hists.empty());
   }
   // Runs the event's triggers for one record (Has() first: this is the slow path).
-  void Fire(Instance& instance, const Event& event, const EntryMeta& meta, std::span<const uint8_t> record,
-            const CommLookup& comm);
+  // Synthetic events that hist actions generate are delivered through `set`.
+  void Fire(InstanceSet& set, Instance& instance, const Event& event, const EntryMeta& meta,
+            std::span<const uint8_t> record, const CommLookup& comm);
 
  private:
   struct Trigger {
@@ -61,15 +62,22 @@ class EventTriggers {
   struct HistTrigger {
     std::shared_ptr<trigger::Histogram> hist;  // shared with the histograms reading its variables
     filter::Filter filter;
+    std::vector<Event*> synth;  // per action: the synthetic event a trace() generates (a reference held)
   };
+  class ActionSink;
   struct Slot {
     std::vector<Trigger> triggers;  // newest first
     std::vector<HistTrigger> hists;  // oldest first
   };
   int WriteHist(InstanceSet& set, Instance& instance, Event& event, const trigger::Spec& spec, Slot& slot);
-  // Binds each `$name` of `hist` to the one histogram of this instance defining it:
-  // EINVAL when none does, or more than one.
-  int BindVars(trigger::Histogram& hist, const std::shared_ptr<trigger::Histogram>& self) const;
+  // Binds each `$name` of `hist` to the one histogram of this instance defining it
+  // (on an onmatch() event first): EINVAL when none does, or more than one.
+  int BindVars(trigger::Histogram& hist, const std::shared_ptr<trigger::Histogram>& self,
+               const std::vector<uint32_t>& preferred) const;
+  // Looks up the events the actions of `h` name, holding the synthetic ones: EINVAL
+  // for an unknown event or a trace() whose parameters do not match its fields.
+  int BindActions(EventRegistry& registry, HistTrigger& h, std::vector<uint32_t>* matched) const;
+  void ReleaseHist(InstanceSet& set, Instance& instance, Event& event, HistTrigger& h);
   // Whether `t` acts on this record given the instance's state now.
   bool Act(Instance& instance, Trigger& t);
   void Release(InstanceSet& set, Instance& instance, Event& event, const Trigger& t);

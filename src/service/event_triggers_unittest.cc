@@ -234,5 +234,42 @@ TEST_F(EventTriggersTest, HistVariablesAcrossEvents) {
   EXPECT_EQ(Write(kBarTrigger, "hist:keys=seq:vals=$x"), EINVAL);
 }
 
+// The kernel's latency example: onmatch() generates a synthetic event, whose
+// own histogram counts it and whose records fill the buffer when enabled.
+TEST_F(EventTriggersTest, OnmatchGeneratesSyntheticEvents) {
+  ASSERT_EQ(Write("synthetic_events", "latency u64 lat; pid_t pid"), 0);
+  EXPECT_EQ(Read("synthetic_events"), "latency\tu64 lat; pid_t pid\n");
+  EXPECT_EQ(Read("available_events"), "user_events:foo\nuser_events:bar\nsynthetic:latency\n");
+  EXPECT_EQ(Read("user_events_status"), "foo\nbar\n\nActive: 2\nBusy: 0\n");
+  EXPECT_NE(Read("events/synthetic/latency/format").find("\tfield:pid_t pid;\toffset:16;\tsize:4;\tsigned:1;\n\n"
+                                                        "print fmt: \"lat=%llu, pid=%d\", REC->lat, REC->pid\n"),
+            std::string::npos);
+  constexpr const char* kBarTrigger = "events/user_events/bar/trigger";
+  ASSERT_EQ(Write(kFooTrigger, "hist:keys=seq:ts0=common_timestamp"), 0);
+  EXPECT_EQ(Write(kBarTrigger, "hist:keys=seq:lat=common_timestamp-$ts0:onmatch(user_events.nosuch).trace(latency,$lat,common_pid)"),
+            EINVAL);
+  EXPECT_EQ(Write(kBarTrigger, "hist:keys=seq:lat=common_timestamp-$ts0:onmatch(user_events.foo).trace(latency,$lat)"),
+            EINVAL);  // one parameter per field
+  EXPECT_EQ(Write(kBarTrigger, "hist:keys=seq:lat=common_timestamp-$ts0:onmatch(user_events.foo).nosuch($lat,seq)"),
+            EINVAL);
+  ASSERT_EQ(Write(kBarTrigger, "hist:keys=seq:lat=common_timestamp-$ts0:onmatch(user_events.foo).latency($lat,common_pid)"), 0);
+  ASSERT_EQ(Write("events/synthetic/latency/trigger", "hist:keys=lat"), 0);
+  ASSERT_EQ(Write("events/synthetic/latency/enable", "1"), 0);
+  Emit(foo_, 1, 1'000'000'000);
+  Emit(bar_, 1, 1'000'000'250);
+  Emit(bar_, 1, 1'000'000'300);  // ts0 read: no match
+  EXPECT_NE(Read("events/synthetic/latency/hist").find("{ lat:        250 } hitcount:          1\n"), std::string::npos)
+      << Read("events/synthetic/latency/hist");
+  EXPECT_NE(Read("trace").find("     1.000000: latency: lat=250 pid=7\n"), std::string::npos) << Read("trace");
+  EXPECT_EQ(Write("synthetic_events", "!latency"), EBUSY);
+  EXPECT_EQ(tree_.Write("synthetic_events", "", false, kRoot), EBUSY);  // a truncating write
+  ASSERT_EQ(Write(kBarTrigger, "!hist:keys=seq:lat=common_timestamp-$ts0:onmatch(user_events.foo).latency($lat,common_pid)"), 0);
+  ASSERT_EQ(Write("events/synthetic/latency/trigger", "!hist:keys=lat"), 0);
+  ASSERT_EQ(Write("events/synthetic/latency/enable", "0"), 0);
+  EXPECT_EQ(Write("synthetic_events", "!latency"), 0);
+  EXPECT_EQ(Read("synthetic_events"), "");
+  EXPECT_EQ(Write("synthetic_events", "!latency"), ENOENT);
+}
+
 }  // namespace
 }  // namespace udiag::service
