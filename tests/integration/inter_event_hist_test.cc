@@ -1,7 +1,8 @@
 // Inter-event histograms through a real daemon and real producers
 // (histogram.rst §2.2): one event saves common_timestamp per key in a
-// variable, another event's histogram reads it at the same key and sums the
-// latency.
+// variable, another event's histogram reads it at the same key; onmatch()
+// turns each match into a synthetic event that the trace shows and a
+// histogram of its own counts; onmax() keeps the largest latency per key.
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -64,6 +65,55 @@ TEST_F(InterEventHistTest, VariableReferenceMeasuresLatencyPerKey) {
   EXPECT_EQ(Write("events/user_events/wakeup_start/trigger", "!hist:keys=seq:ts0=common_timestamp.usecs"), EBUSY);
   EXPECT_EQ(Write("events/user_events/wakeup_end/trigger", "!" + end_hist), 0);
   EXPECT_EQ(Write("events/user_events/wakeup_start/trigger", "!hist:keys=seq:ts0=common_timestamp.usecs"), 0);
+}
+
+// The kernel's canonical wakeup_latency example, with two user events.
+TEST_F(InterEventHistTest, OnmatchTracesSyntheticLatencyEvents) {
+  ASSERT_EQ(Write("synthetic_events", "wakeup_latency u64 lat; pid_t pid"), 0);
+  EXPECT_EQ(Read("synthetic_events"), "wakeup_latency\tu64 lat; pid_t pid\n");
+  ASSERT_EQ(Write("events/user_events/wakeup_start/trigger", "hist:keys=seq:ts0=common_timestamp.usecs"), 0);
+  ASSERT_EQ(Write("events/user_events/wakeup_end/trigger",
+                  "hist:keys=seq:wakeup_lat=common_timestamp.usecs-$ts0:"
+                  "onmatch(user_events.wakeup_start).trace(wakeup_latency,$wakeup_lat,common_pid)"),
+            0);
+  ASSERT_EQ(Write("events/synthetic/wakeup_latency/trigger", "hist:keys=pid:vals=lat"), 0);
+  ASSERT_EQ(Write("events/synthetic/wakeup_latency/enable", "1"), 0);
+  EXPECT_EQ(Write("synthetic_events", "!wakeup_latency"), EBUSY);
+  Produce("wakeup_start", 20);
+  Produce("wakeup_end", 20);
+  Produce("wakeup_end", 5);  // no start: no match, no synthetic event
+  // One synthetic event per match, in the trace and in its histogram.
+  const std::string trace = Read("trace");
+  static const std::regex kLine(R"(: wakeup_latency: lat=(\d+) pid=(\d+)\n)");
+  std::vector<uint64_t> lats;
+  for (std::sregex_iterator it(trace.begin(), trace.end(), kLine), end; it != end; ++it) {
+    lats.push_back(std::stoull((*it)[1]));
+    EXPECT_NE(std::stoul((*it)[2]), 0u);
+  }
+  ASSERT_EQ(lats.size(), 20u) << trace;
+  for (uint64_t lat : lats) EXPECT_LT(lat, kHour);
+  const std::string hist = Read("events/synthetic/wakeup_latency/hist");
+  EXPECT_NE(hist.find("# trigger info: hist:keys=pid:vals=hitcount,lat:sort=hitcount:size=2048 [active]\n"),
+            std::string::npos);
+  EXPECT_NE(hist.find(" } hitcount:         20  lat: "), std::string::npos) << hist;
+  EXPECT_NE(hist.find("Totals:\n    Hits: 20\n    Entries: 1\n"), std::string::npos) << hist;
+}
+
+TEST_F(InterEventHistTest, OnmaxSavesTheLargestLatencyPerKey) {
+  ASSERT_EQ(Write("events/user_events/wakeup_start/trigger", "hist:keys=seq:ts0=common_timestamp.usecs"), 0);
+  ASSERT_EQ(Write("events/user_events/wakeup_end/trigger",
+                  "hist:keys=seq:lat=common_timestamp.usecs-$ts0:onmax($lat).save(seq,common_pid)"),
+            0);
+  Produce("wakeup_start", 3);
+  Produce("wakeup_end", 3);
+  const std::string hist = Read("events/user_events/wakeup_end/hist");
+  static const std::regex kEntry(R"(\{ seq: +(\d+) \} hitcount: +1\n\tmax: +(\d+)  seq: +(\d+)  common_pid: +(\d+)\n)");
+  int entries = 0;
+  for (std::sregex_iterator it(hist.begin(), hist.end(), kEntry), end; it != end; ++it, ++entries) {
+    EXPECT_EQ((*it)[1], (*it)[3]);  // saved from the event that made the max
+    EXPECT_LT(std::stoull((*it)[2]), kHour);
+  }
+  EXPECT_EQ(entries, 3) << hist;
 }
 
 }  // namespace
