@@ -41,7 +41,7 @@ int EventTriggers::Write(InstanceSet& set, Instance& instance, Event& event, std
   size_t index = event.id - EventRegistry::kFirstId;
   if (index >= slots_.size()) slots_.resize(index + 1);
   Slot& slot = slots_[index];
-  if (!append) RemoveHists(set, instance, event, slot);
+  if (!append) RemoveHists(set, instance, event, slot, /*keep_referenced=*/true);  // as the kernel's hist_unreg_all
   std::string_view command = Stripped(text);
   if (command.empty()) return 0;
   Trigger t;
@@ -177,9 +177,12 @@ void EventTriggers::ReleaseHist(InstanceSet& set, Instance& instance, Event& eve
   set.SetSoftMode(instance, &event, false);
 }
 
-void EventTriggers::RemoveHists(InstanceSet& set, Instance& instance, Event& event, Slot& slot) {
-  for (HistTrigger& h : slot.hists) ReleaseHist(set, instance, event, h);
-  slot.hists.clear();
+void EventTriggers::RemoveHists(InstanceSet& set, Instance& instance, Event& event, Slot& slot, bool keep_referenced) {
+  std::erase_if(slot.hists, [&](HistTrigger& h) {
+    if (keep_referenced && h.hist->referenced()) return false;
+    ReleaseHist(set, instance, event, h);
+    return true;
+  });
 }
 
 void EventTriggers::Clear(InstanceSet& set, Instance& instance) {
@@ -190,7 +193,7 @@ void EventTriggers::Clear(InstanceSet& set, Instance& instance) {
     // Held by the triggers' soft mode, the event is still registered.
     Event* event = set.registry().FindById(static_cast<uint32_t>(index + EventRegistry::kFirstId));
     for (const Trigger& t : slot.triggers) Release(set, instance, *event, t);
-    RemoveHists(set, instance, *event, slot);
+    RemoveHists(set, instance, *event, slot, /*keep_referenced=*/false);
   }
 }
 

@@ -31,8 +31,8 @@ class EventTriggers {
   // already), ENOENT (hist :cont or :clear of no such histogram) or EBUSY
   // (removing a histogram whose variables another one reads).
   // Removing a trigger that is not there succeeds, as in the kernel. A
-  // truncating write (`append` false) first removes the event's histograms,
-  // as opening the kernel's file with O_TRUNC does.
+  // truncating write (`append` false) first removes the event's histograms
+  // (but those another one reads), as opening the kernel's file with O_TRUNC does.
   int Write(InstanceSet& set, Instance& instance, Event& event, std::string_view text, bool append,
             EventRegistry& registry);
   // What the file reads: the triggers, newest first, then the histograms in
@@ -81,7 +81,8 @@ class EventTriggers {
   // Whether `t` acts on this record given the instance's state now.
   bool Act(Instance& instance, Trigger& t);
   void Release(InstanceSet& set, Instance& instance, Event& event, const Trigger& t);
-  void RemoveHists(InstanceSet& set, Instance& instance, Event& event, Slot& slot);
+  // `keep_referenced`: but those whose variables another histogram reads.
+  void RemoveHists(InstanceSet& set, Instance& instance, Event& event, Slot& slot, bool keep_referenced);
   std::vector<Slot> slots_;  // by event id - kFirstId
 };
 

@@ -226,6 +226,8 @@ TEST_F(EventTriggersTest, HistVariablesAcrossEvents) {
             std::string::npos)
       << Read("events/user_events/bar/hist");
   EXPECT_EQ(Write(kFooTrigger, "!hist:keys=seq:ts0=common_timestamp.usecs"), EBUSY);
+  ASSERT_EQ(tree_.Write(kFooTrigger, "", false, kRoot), 0);  // a truncating write keeps it too
+  EXPECT_EQ(Read(kFooTrigger), "hist:keys=seq:vals=hitcount:ts0=common_timestamp.usecs:sort=hitcount:size=2048:clock=mono [active]\n");
   ASSERT_EQ(Write(kBarTrigger, "!hist:keys=seq:lat=common_timestamp.usecs-$ts0:vals=$lat"), 0);
   EXPECT_EQ(Write(kFooTrigger, "!hist:keys=seq:ts0=common_timestamp.usecs"), 0);
   // Two histograms defining the name: the reference is ambiguous.

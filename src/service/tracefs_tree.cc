@@ -41,7 +41,7 @@ constexpr const char* kReadmeText =
     "  user_events_status   registered events and what traces them\n"
     "  dynamic_events       u:<name> <fields> creates, -:<name> deletes\n"
     "  events/<system>/<event>/{enable,filter,format,hist,id,trigger}  events/<system>/{enable,filter}\n"
-    "  trace  trace_pipe  tracing_on  buffer_size_kb  set_event  error_log  instances/\n"
+    "  trace  trace_pipe  tracing_on  buffer_size_kb  set_event  error_log  synthetic_events  instances/\n"
     "See docs/cli.md and docs/compat.md of udiag.\n";
 
 // An hour: a longer stall is a hang, not a wait.
