@@ -5,6 +5,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/tsc.h"
 #include "service/instance.h"
 #include "trigger/synth_event.h"
 
@@ -75,8 +76,21 @@ int EventTriggers::Write(InstanceSet& set, Instance& instance, Event& event, std
 
 int EventTriggers::WriteHist(InstanceSet& set, Instance& instance, Event& event, const trigger::Spec& spec,
                              Slot& slot) {
+  trigger::HistError error;
+  int err = AddOrChangeHist(set, instance, event, spec, slot, &error);
+  if (err && error.code != trigger::HistErrorCode::kNone) {
+    // As the kernel's hist_err(): "hist:" and what followed it in the write.
+    std::string command = "hist:" + spec.param + (spec.filter.empty() ? "" : " if " + spec.filter);
+    instance.error_log().Add(
+        trigger::HistErrorLogEntry(base::MonotonicNs(), event.system(), event.tp_name, command, error));
+  }
+  return err;
+}
+
+int EventTriggers::AddOrChangeHist(InstanceSet& set, Instance& instance, Event& event, const trigger::Spec& spec,
+                                   Slot& slot, trigger::HistError* error) {
   trigger::HistSpec hist;
-  if (int err = trigger::ParseHist(spec.param, event.desc.fields, &hist)) return err;
+  if (int err = trigger::ParseHist(spec.param, event.desc.fields, &hist, error)) return err;
   hist.filter = spec.filter;
   filter::Filter filter;
   if (int err = CompileFilter(hist.filter, event, &filter)) return err;
@@ -95,15 +109,20 @@ int EventTriggers::WriteHist(InstanceSet& set, Instance& instance, Event& event,
       case trigger::HistControl::kPause: same->hist->set_paused(true); return 0;
       case trigger::HistControl::kCont: same->hist->set_paused(false); return 0;
       case trigger::HistControl::kClear: same->hist->Clear(); return 0;
-      case trigger::HistControl::kNone: return EEXIST;
+      case trigger::HistControl::kNone:
+        trigger::HistFail(error, trigger::HistErrorCode::kTriggerEexist, "");
+        return EEXIST;
     }
   }
-  if (hist.control == trigger::HistControl::kCont || hist.control == trigger::HistControl::kClear) return ENOENT;
+  if (hist.control == trigger::HistControl::kCont || hist.control == trigger::HistControl::kClear) {
+    trigger::HistFail(error, trigger::HistErrorCode::kTriggerEnoentClear, "");
+    return ENOENT;
+  }
   const bool paused = hist.control == trigger::HistControl::kPause;
   HistTrigger made{std::make_shared<trigger::Histogram>(std::move(hist)), std::move(filter), {}};
   std::vector<uint32_t> matched;
-  int err = BindActions(set.registry(), made, &matched);
-  if (!err) err = BindVars(*made.hist, made.hist, matched);
+  int err = BindActions(set.registry(), made, &matched, error);
+  if (!err) err = BindVars(*made.hist, made.hist, matched, error);
   if (err) {
     made.hist->Unbind();
     for (Event* e : made.synth) {
@@ -117,17 +136,21 @@ int EventTriggers::WriteHist(InstanceSet& set, Instance& instance, Event& event,
   return 0;
 }
 
-int EventTriggers::BindActions(EventRegistry& registry, HistTrigger& h, std::vector<uint32_t>* matched) const {
+int EventTriggers::BindActions(EventRegistry& registry, HistTrigger& h, std::vector<uint32_t>* matched,
+                               trigger::HistError* error) const {
   for (const trigger::HistAction& a : h.hist->spec().actions) {
     Event* synth = nullptr;
     if (a.handler == trigger::Handler::kOnMatch) {
       const Event* match = registry.FindByTracepoint(a.match_system, a.match_event);
-      if (!match) return EINVAL;  // the kernel's "Couldn't find target event"
+      if (!match) return trigger::HistFail(error, trigger::HistErrorCode::kEventFileNotFound, a.match_event);
       matched->push_back(match->id);
     }
     if (a.kind == trigger::ActionKind::kTrace) {
       synth = registry.FindByTracepoint("synthetic", a.synth);
-      if (!synth || synth->desc.fields.size() != a.params.size()) return EINVAL;
+      if (!synth) return trigger::HistFail(error, trigger::HistErrorCode::kSynthEventNotFound, a.synth);
+      if (synth->desc.fields.size() != a.params.size()) {
+        return trigger::HistFail(error, trigger::HistErrorCode::kSynthCountMismatch, a.synth);
+      }
       registry.Get(synth);  // defining it again or deleting it is EBUSY meanwhile
     }
     h.synth.push_back(synth);
@@ -136,7 +159,7 @@ int EventTriggers::BindActions(EventRegistry& registry, HistTrigger& h, std::vec
 }
 
 int EventTriggers::BindVars(trigger::Histogram& hist, const std::shared_ptr<trigger::Histogram>& self,
-                            const std::vector<uint32_t>& preferred) const {
+                            const std::vector<uint32_t>& preferred, trigger::HistError* error) const {
   const std::vector<trigger::VarRef>& refs = hist.spec().refs;
   for (size_t i = 0; i < refs.size(); ++i) {
     if (refs[i].own) continue;
@@ -158,7 +181,8 @@ int EventTriggers::BindVars(trigger::Histogram& hist, const std::shared_ptr<trig
         }
       }
     }
-    if (!owner || ambiguous) return EINVAL;  // the kernel's "Couldn't find variable", "not unique"
+    if (!owner) return trigger::HistFail(error, trigger::HistErrorCode::kVarNotFound, "$" + refs[i].name);
+    if (ambiguous) return trigger::HistFail(error, trigger::HistErrorCode::kVarNotUnique, "$" + refs[i].name);
     hist.BindRef(i, std::move(owner), var);
   }
   return 0;

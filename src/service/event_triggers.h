@@ -69,14 +69,18 @@ class EventTriggers {
     std::vector<Trigger> triggers;  // newest first
     std::vector<HistTrigger> hists;  // oldest first
   };
+  // A hist command: its errors go to the instance's error_log, as the kernel's hist_err().
   int WriteHist(InstanceSet& set, Instance& instance, Event& event, const trigger::Spec& spec, Slot& slot);
+  int AddOrChangeHist(InstanceSet& set, Instance& instance, Event& event, const trigger::Spec& spec, Slot& slot,
+                      trigger::HistError* error);
   // Binds each `$name` of `hist` to the one histogram of this instance defining it
   // (on an onmatch() event first): EINVAL when none does, or more than one.
   int BindVars(trigger::Histogram& hist, const std::shared_ptr<trigger::Histogram>& self,
-               const std::vector<uint32_t>& preferred) const;
+               const std::vector<uint32_t>& preferred, trigger::HistError* error) const;
   // Looks up the events the actions of `h` name, holding the synthetic ones: EINVAL
   // for an unknown event or a trace() whose parameters do not match its fields.
-  int BindActions(EventRegistry& registry, HistTrigger& h, std::vector<uint32_t>* matched) const;
+  int BindActions(EventRegistry& registry, HistTrigger& h, std::vector<uint32_t>* matched,
+                  trigger::HistError* error) const;
   void ReleaseHist(InstanceSet& set, Instance& instance, Event& event, HistTrigger& h);
   // Whether `t` acts on this record given the instance's state now.
   bool Act(Instance& instance, Trigger& t);

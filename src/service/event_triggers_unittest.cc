@@ -217,6 +217,11 @@ TEST_F(EventTriggersTest, EnableHistAndDisableHistPauseTheTargetsHistograms) {
 TEST_F(EventTriggersTest, HistVariablesAcrossEvents) {
   constexpr const char* kBarTrigger = "events/user_events/bar/trigger";
   EXPECT_EQ(Write(kBarTrigger, "hist:keys=seq:lat=common_timestamp.usecs-$ts0:vals=$lat"), EINVAL);  // no ts0 yet
+  EXPECT_NE(Read("error_log").find("] hist:user_events:bar: error: Couldn't find variable\n"
+                                   "  Command: hist:keys=seq:lat=common_timestamp.usecs-$ts0:vals=$lat\n"
+                                   "                                                    ^\n"),
+            std::string::npos)
+      << Read("error_log");
   ASSERT_EQ(Write(kFooTrigger, "hist:keys=seq:ts0=common_timestamp.usecs"), 0);
   ASSERT_EQ(Write(kBarTrigger, "hist:keys=seq:lat=common_timestamp.usecs-$ts0:vals=$lat"), 0);
   Emit(foo_, 1, 5'000);

@@ -44,11 +44,12 @@ std::string_view FlagName(HistFlag flag) {
 }
 
 // "name[.modifier]" of a key or value.
-int ParseField(std::string_view text, const std::vector<schema::Field>& fields, bool key, HistField* out) {
+int ParseField(std::string_view text, const std::vector<schema::Field>& fields, bool key, HistField* out,
+               HistError* err) {
   size_t dot = text.find('.');
   out->name = std::string(text.substr(0, dot));
   auto field = filter::FindField(fields, out->name);
-  if (out->name.empty() || !field) return EINVAL;
+  if (out->name.empty() || !field) return HistFail(err, HistErrorCode::kFieldNotFound, out->name);
   out->field = *field;
   if (out->field.cls == filter::FieldClass::kCpu) out->name = "common_cpu";
   if (dot != std::string_view::npos) {
@@ -65,11 +66,11 @@ int ParseField(std::string_view text, const std::vector<schema::Field>& fields, 
       out->flag = HistFlag::kGraph;
     } else if (key && mod.starts_with("buckets=")) {
       auto n = filter::KernelStrToU64(mod.substr(8));
-      if (!n || *n == 0) return EINVAL;
+      if (!n || *n == 0) return HistFail(err, HistErrorCode::kBadFieldModifier, mod);
       out->flag = HistFlag::kBuckets;
       out->buckets = *n;
     } else {
-      return EINVAL;
+      return HistFail(err, HistErrorCode::kBadFieldModifier, mod);
     }
   }
   // Values are sums: numbers only; modifiers other than .hex change a key's bucket.
@@ -90,9 +91,10 @@ bool IsIdentifier(std::string_view s) {
 
 // One operand: `$var`, a decimal constant, common_timestamp[.usecs] or a field.
 int ParseOperand(std::string_view text, const std::vector<schema::Field>& fields, bool key, bool in_expr,
-                 HistSpec* spec, HistField* out) {
+                 HistSpec* spec, HistField* out, HistError* err) {
   if (text.starts_with('$')) {
-    if (key || !IsIdentifier(text.substr(1))) return EINVAL;  // keys are fields (docs/compat.md)
+    if (key) return HistFail(err, HistErrorCode::kInvalidRefKey, text);  // keys are fields (docs/compat.md)
+    if (!IsIdentifier(text.substr(1))) return HistFail(err, HistErrorCode::kVarNotFound, text);
     out->source = HistSource::kVarRef;
     out->name = std::string(text.substr(1));
     out->ref = spec->refs.size();
@@ -101,7 +103,7 @@ int ParseOperand(std::string_view text, const std::vector<schema::Field>& fields
   }
   if (in_expr && !text.empty() && text.front() >= '0' && text.front() <= '9') {
     auto n = filter::KernelStrToU64(text);
-    if (!n) return EINVAL;
+    if (!n) return HistFail(err, HistErrorCode::kExpectNumber, text);
     out->source = HistSource::kConstant;
     out->constant = *n;
     out->name = std::string(text);
@@ -113,22 +115,22 @@ int ParseOperand(std::string_view text, const std::vector<schema::Field>& fields
     out->usecs = text.size() > kTimestamp.size();
     return 0;
   }
-  return ParseField(text, fields, key, out);
+  return ParseField(text, fields, key, out, err);
 }
 
 // `a+b`, `a-b`, `a*b`, `a/b` (left to right, * and / first), or one operand.
 int ParseExpr(std::string_view text, const std::vector<schema::Field>& fields, bool key, bool in_expr,
-              HistSpec* spec, HistField* out) {
+              HistSpec* spec, HistField* out, HistError* err) {
   size_t at = text.find_last_of("+-");
   if (at == std::string_view::npos) at = text.find_last_of("*/");
-  if (at == std::string_view::npos) return ParseOperand(text, fields, key, in_expr, spec, out);
+  if (at == std::string_view::npos) return ParseOperand(text, fields, key, in_expr, spec, out, err);
   if (key) return EINVAL;
   out->source = HistSource::kExpr;
   out->name = std::string(text);
   out->op = text[at];
   out->operands.resize(2);
-  if (int err = ParseExpr(text.substr(0, at), fields, key, true, spec, &out->operands[0])) return err;
-  if (int err = ParseExpr(text.substr(at + 1), fields, key, true, spec, &out->operands[1])) return err;
+  if (int e = ParseExpr(text.substr(0, at), fields, key, true, spec, &out->operands[0], err)) return e;
+  if (int e = ParseExpr(text.substr(at + 1), fields, key, true, spec, &out->operands[1], err)) return e;
   return 0;
 }
 
@@ -160,17 +162,19 @@ bool UsesTimestamps(const HistSpec& spec) {
 }
 
 
-int ParseSort(std::string_view text, HistSpec* spec) {
+int ParseSort(std::string_view text, HistSpec* spec, HistError* err) {
   for (std::string_view item : Split(text, ',')) {
     size_t dot = item.find('.');
     std::string_view name = item.substr(0, dot);
     SortKey key;
     if (dot != std::string_view::npos) {
       std::string_view order = item.substr(dot + 1);
-      if (order != "descending" && order != "ascending") return EINVAL;
+      if (order != "descending" && order != "ascending") {
+        return HistFail(err, HistErrorCode::kInvalidSortModifier, order);
+      }
       key.descending = order == "descending";
     }
-    if (name.empty()) return EINVAL;
+    if (name.empty()) return HistFail(err, HistErrorCode::kEmptySortField, "sort=");
     bool found = name == "hitcount";
     for (size_t i = 0; !found && i < spec->vals.size(); ++i) {
       if (spec->vals[i].name == name) key.index = static_cast<int>(1 + i), found = true;
@@ -178,35 +182,40 @@ int ParseSort(std::string_view text, HistSpec* spec) {
     for (size_t i = 0; !found && i < spec->keys.size(); ++i) {
       if (spec->keys[i].name == name) key.index = static_cast<int>(1 + spec->vals.size() + i), found = true;
     }
-    if (!found || spec->sort.size() == kMaxSortKeys) return EINVAL;
+    if (!found) return HistFail(err, HistErrorCode::kInvalidSortField, name);
+    if (spec->sort.size() == kMaxSortKeys) return HistFail(err, HistErrorCode::kTooManySortFields, "sort=");
     spec->sort.push_back(key);
   }
   return 0;
 }
 
-int ParseFields(std::string_view list, const std::vector<schema::Field>& fields, bool key, HistSpec* spec) {
+int ParseFields(std::string_view list, const std::vector<schema::Field>& fields, bool key, HistSpec* spec,
+                HistError* err) {
   std::vector<HistField>& out = key ? spec->keys : spec->vals;
   for (std::string_view item : Split(list, ',')) {
     if (!key && item == "hitcount") continue;  // always kept
     HistField f;
-    if (int err = ParseExpr(item, fields, key, false, spec, &f)) return err;
+    if (int e = ParseExpr(item, fields, key, false, spec, &f, err)) return e;
     out.push_back(std::move(f));
   }
   return out.size() > (key ? kMaxKeys : kMaxVals) ? EINVAL : 0;
 }
 
 // "ts0=common_timestamp.usecs[,b=field]": variables.
-int ParseVars(std::string_view list, const std::vector<schema::Field>& fields, HistSpec* spec) {
+int ParseVars(std::string_view list, const std::vector<schema::Field>& fields, HistSpec* spec, HistError* err) {
   for (std::string_view item : Split(list, ',')) {
     size_t eq = item.find('=');
     HistField f;
-    if (eq == std::string_view::npos || !IsIdentifier(item.substr(0, eq))) return EINVAL;
-    if (int err = ParseExpr(item.substr(eq + 1), fields, false, false, spec, &f)) return err;
+    if (eq == std::string_view::npos || !IsIdentifier(item.substr(0, eq))) {
+      return HistFail(err, HistErrorCode::kMalformedAssignment, item);
+    }
+    if (int e = ParseExpr(item.substr(eq + 1), fields, false, false, spec, &f, err)) return e;
     f.var = std::string(item.substr(0, eq));
     for (const HistField& v : spec->vars) {
-      if (v.var == f.var) return EINVAL;  // the kernel's "Variable already defined"
+      if (v.var == f.var) return HistFail(err, HistErrorCode::kDuplicateVar, f.var);
     }
-    if (f.is_string() || spec->vars.size() == kMaxVars) return EINVAL;
+    if (spec->vars.size() == kMaxVars) return HistFail(err, HistErrorCode::kTooManyVars, f.var);
+    if (f.is_string()) return EINVAL;
     spec->vars.push_back(std::move(f));
   }
   return 0;
@@ -214,12 +223,12 @@ int ParseVars(std::string_view list, const std::vector<schema::Field>& fields, H
 
 // "onmatch(sys.event).trace(synth,p,...)", "onmatch(sys.event).synth(p,...)",
 // "onmax($v).save(f,...)", "onchange($v).snapshot()" (and onmax/onchange().trace()).
-int ParseAction(std::string_view text, const std::vector<schema::Field>& fields, HistSpec* spec) {
+int ParseAction(std::string_view text, const std::vector<schema::Field>& fields, HistSpec* spec, HistError* err) {
   HistAction a;
   a.text = ":" + std::string(text);
   size_t open = text.find('('), close = text.find(").");
   if (open == std::string_view::npos || close == std::string_view::npos || close < open || !text.ends_with(')')) {
-    return EINVAL;
+    return HistFail(err, HistErrorCode::kNoClosingParen, text);
   }
   std::string_view handler = text.substr(0, open), arg = text.substr(open + 1, close - open - 1);
   std::string_view call = text.substr(close + 2, text.size() - close - 3);  // "name(params"
@@ -230,20 +239,23 @@ int ParseAction(std::string_view text, const std::vector<schema::Field>& fields,
   if (!params.empty()) list = Split(params, ',');
   if (handler == "onmatch") {
     size_t dot = arg.find('.');
-    if (dot == std::string_view::npos || dot == 0 || dot + 1 == arg.size()) return EINVAL;
+    if (dot == std::string_view::npos || dot == 0 || dot + 1 == arg.size()) {
+      return HistFail(err, HistErrorCode::kSubsysNotFound, arg);
+    }
     a.match_system = std::string(arg.substr(0, dot));
     a.match_event = std::string(arg.substr(dot + 1));
   } else if (handler == "onmax" || handler == "onchange") {
     a.handler = handler == "onmax" ? Handler::kOnMax : Handler::kOnChange;
-    if (!arg.starts_with('$')) return EINVAL;
-    if (int err = ParseOperand(arg, fields, false, false, spec, &a.tracked)) return err;
+    if (!arg.starts_with('$')) return HistFail(err, HistErrorCode::kOnxNotVar, arg);
+    if (int e = ParseOperand(arg, fields, false, false, spec, &a.tracked, err)) return e;
   } else {
     return EINVAL;
   }
   if (action == "save" || action == "snapshot") {
-    if (a.handler == Handler::kOnMatch) return EINVAL;
+    if (a.handler == Handler::kOnMatch) return HistFail(err, HistErrorCode::kActionMismatch, action);
     a.kind = action == "save" ? ActionKind::kSave : ActionKind::kSnapshot;
-    if ((a.kind == ActionKind::kSave) == list.empty()) return EINVAL;
+    if (a.kind == ActionKind::kSave && list.empty()) return HistFail(err, HistErrorCode::kNoSaveParams, action);
+    if (a.kind == ActionKind::kSnapshot && !list.empty()) return EINVAL;
   } else {
     a.trace_keyword = action == "trace";
     if (a.trace_keyword) {
@@ -260,9 +272,9 @@ int ParseAction(std::string_view text, const std::vector<schema::Field>& fields,
       param.remove_prefix(at + 1);
     }
     HistField f;
-    int err = a.kind == ActionKind::kSave ? ParseField(param, fields, true, &f)
-                                          : ParseExpr(param, fields, false, false, spec, &f);
-    if (err) return err;
+    int e = a.kind == ActionKind::kSave ? ParseField(param, fields, true, &f, err)
+                                        : ParseExpr(param, fields, false, false, spec, &f, err);
+    if (e) return e;
     if (a.kind == ActionKind::kTrace && f.is_string()) return EINVAL;  // numeric synthetic fields only
     a.params.push_back(std::move(f));
   }
@@ -281,7 +293,7 @@ void ResolveOwnRefs(HistSpec* spec) {
 
 }  // namespace
 
-int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, HistSpec* out) {
+int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, HistSpec* out, HistError* error) {
   *out = HistSpec{};
   std::string_view sort;
   for (std::string_view attr : Split(param, ':')) {
@@ -290,9 +302,9 @@ int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, 
     std::string_view value = eq == std::string_view::npos ? std::string_view() : attr.substr(eq + 1);
     int err = 0;
     if (name == "key" || name == "keys") {
-      err = ParseFields(value, fields, true, out);
+      err = ParseFields(value, fields, true, out, error);
     } else if (name == "val" || name == "vals" || name == "values") {
-      err = ParseFields(value, fields, false, out);
+      err = ParseFields(value, fields, false, out, error);
     } else if (name == "sort") {
       sort = value;
     } else if (name == "size") {
@@ -306,9 +318,9 @@ int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, 
     } else if (name == "clock") {
       if (value != "mono") return EINVAL;  // udiag's only clock (trace_clock)
     } else if (attr.starts_with("onmatch(") || attr.starts_with("onmax(") || attr.starts_with("onchange(")) {
-      err = ParseAction(attr, fields, out);
+      err = ParseAction(attr, fields, out, error);
     } else if (eq != std::string_view::npos && IsIdentifier(name)) {
-      err = ParseVars(attr, fields, out);
+      err = ParseVars(attr, fields, out, error);
     } else if (attr == "pause") {
       out->control = HistControl::kPause;
     } else if (attr == "cont" || attr == "continue") {
@@ -321,7 +333,7 @@ int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, 
     if (err) return err;
   }
   if (out->keys.empty()) return EINVAL;
-  if (int err = ParseSort(sort.empty() ? "hitcount" : sort, out)) return err;
+  if (int err = ParseSort(sort.empty() ? "hitcount" : sort, out, error)) return err;
   ResolveOwnRefs(out);
   return 0;
 }

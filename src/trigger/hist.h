@@ -19,6 +19,7 @@
 #include "filter/filter.h"
 #include "filter/filter_fields.h"
 #include "schema/event_description.h"
+#include "trigger/hist_error.h"
 
 namespace udiag::trigger {
 
@@ -93,8 +94,10 @@ struct HistSpec {
 };
 
 // Parses the parameter of a hist trigger ("keys=...:vals=..."), resolving
-// fields against `fields`. Returns 0 or EINVAL.
-int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, HistSpec* out);
+// fields against `fields`. Returns 0 or EINVAL (then `error`, when given,
+// says why, if the kernel would).
+int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, HistSpec* out,
+              HistError* error = nullptr);
 
 // Whether two specs make the same histogram (the kernel's hist_trigger_match):
 // `!hist:...` removes and `:pause` finds a histogram by this.

@@ -116,5 +116,18 @@ TEST_F(InterEventHistTest, OnmaxSavesTheLargestLatencyPerKey) {
   EXPECT_EQ(entries, 3) << hist;
 }
 
+// A hist command that fails tells why in error_log, as the kernel's hist_err().
+TEST_F(InterEventHistTest, ErrorsGoToErrorLogWithACaret) {
+  const std::string command = "hist:keys=seq:lat=common_timestamp.usecs-$nosuch";
+  EXPECT_EQ(Write("events/user_events/wakeup_end/trigger", command), EINVAL);
+  EXPECT_EQ(Write("events/user_events/wakeup_end/trigger", "hist:keys=seq:onmatch(user_events.wakeup_start).trace(nosynth,seq)"),
+            EINVAL);
+  const std::string log = Read("error_log");
+  const std::string first = "] hist:user_events:wakeup_end: error: Couldn't find variable\n  Command: " + command + "\n" +
+                            std::string(11 + command.find("$nosuch"), ' ') + "^\n";
+  EXPECT_NE(log.find(first), std::string::npos) << log;
+  EXPECT_NE(log.find("] hist:user_events:wakeup_end: error: Couldn't find synthetic event\n"), std::string::npos) << log;
+}
+
 }  // namespace
 }  // namespace udiag::integration
