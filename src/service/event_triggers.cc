@@ -95,7 +95,7 @@ int EventTriggers::AddOrChangeHist(InstanceSet& set, Instance& instance, Event& 
   filter::Filter filter;
   if (int err = CompileFilter(hist.filter, event, &filter)) return err;
   auto same = std::find_if(slot.hists.begin(), slot.hists.end(),
-                           [&](const HistTrigger& h) { return trigger::SameHist(h.hist->spec(), hist); });
+                           [&](const HistTrigger& h) { return trigger::SameHist(h.spec(), hist); });
   if (spec.remove) {
     if (same != slot.hists.end()) {
       if (same->hist->referenced()) return EBUSY;  // as the kernel's check_var_refs
@@ -119,7 +119,17 @@ int EventTriggers::AddOrChangeHist(InstanceSet& set, Instance& instance, Event& 
     return ENOENT;
   }
   const bool paused = hist.control == trigger::HistControl::kPause;
-  HistTrigger made{std::make_shared<trigger::Histogram>(std::move(hist)), std::move(filter), {}};
+  if (auto named = Named(hist.name)) {
+    // The kernel's named triggers: one table, each event counting into it with its own fields and filter.
+    if (!trigger::CanShare(named->spec(), hist)) {
+      return trigger::HistFail(error, trigger::HistErrorCode::kNamedMismatch, hist.name);
+    }
+    if (paused) named->set_paused(true);
+    slot.hists.push_back({std::move(named), std::move(filter), {}, std::move(hist)});
+    set.SetSoftMode(instance, &event, true);
+    return 0;
+  }
+  HistTrigger made{std::make_shared<trigger::Histogram>(std::move(hist)), std::move(filter), {}, std::nullopt};
   std::vector<uint32_t> matched;
   int err = BindActions(set.registry(), made, &matched, error);
   if (!err) err = BindVars(*made.hist, made.hist, matched, error);
@@ -134,6 +144,16 @@ int EventTriggers::AddOrChangeHist(InstanceSet& set, Instance& instance, Event& 
   slot.hists.push_back(std::move(made));
   set.SetSoftMode(instance, &event, true);
   return 0;
+}
+
+std::shared_ptr<trigger::Histogram> EventTriggers::Named(std::string_view name) const {
+  if (name.empty()) return nullptr;
+  for (const Slot& slot : slots_) {
+    for (const HistTrigger& h : slot.hists) {
+      if (h.hist->spec().name == name) return h.hist;
+    }
+  }
+  return nullptr;
 }
 
 int EventTriggers::BindActions(EventRegistry& registry, HistTrigger& h, std::vector<uint32_t>* matched,
@@ -226,7 +246,7 @@ std::string EventTriggers::Read(const Event& event) const {
   const Slot& slot = slots_[event.id - EventRegistry::kFirstId];
   std::string out;
   for (const Trigger& t : slot.triggers) out += trigger::ListingLine(t.spec, t.count);
-  for (const HistTrigger& h : slot.hists) out += trigger::HistInfo(h.hist->spec(), h.hist->paused());
+  for (const HistTrigger& h : slot.hists) out += trigger::HistInfo(h.spec(), h.hist->paused());
   return out;
 }
 
@@ -234,7 +254,7 @@ std::string EventTriggers::ReadHist(const Event& event) const {
   size_t index = event.id - EventRegistry::kFirstId;
   std::string out;
   if (index >= slots_.size()) return out;
-  for (const HistTrigger& h : slots_[index].hists) out += (out.empty() ? "" : "\n\n") + h.hist->Render();
+  for (const HistTrigger& h : slots_[index].hists) out += (out.empty() ? "" : "\n\n") + h.hist->Render(h.as());
   return out;
 }
 
@@ -310,12 +330,12 @@ void EventTriggers::Fire(InstanceSet& set, Instance& instance, const Event& even
     if (Act(instance, t) && t.count != trigger::kUnlimited) --t.count;
   }
   for (HistTrigger& h : slot.hists) {
-    if (h.hist->paused() || !Passes(h.filter, !h.hist->spec().filter.empty(), meta, record, comm, &name)) continue;
+    if (h.hist->paused() || !Passes(h.filter, !h.spec().filter.empty(), meta, record, comm, &name)) continue;
     if (name.empty() && comm && h.hist->needs_comm()) name = comm(meta.tid);
     int32_t pid = 0;  // the writer's common_pid, as the synthetic event's
     if (record.size() >= schema::kCommonHeaderSize) std::memcpy(&pid, record.data() + 4, sizeof(pid));
     ActionSink sink(set, instance, h, meta, pid);
-    h.hist->Add({{record, meta.cpu, name}, meta.timestamp}, &sink);
+    h.hist->Add({{record, meta.cpu, name}, meta.timestamp}, &sink, h.as());
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -63,7 +64,13 @@ class EventTriggers {
     std::shared_ptr<trigger::Histogram> hist;  // shared with the histograms reading its variables
     filter::Filter filter;
     std::vector<Event*> synth;  // per action: the synthetic event a trace() generates (a reference held)
+    // name= sharing the histogram another event made: this event's own spec (its fields' places, its filter).
+    std::optional<trigger::HistSpec> own;
+    const trigger::HistSpec& spec() const { return own ? *own : hist->spec(); }
+    const trigger::HistSpec* as() const { return own ? &*own : nullptr; }
   };
+  // The histogram an earlier hist trigger of this instance made with name=`name`, or null.
+  std::shared_ptr<trigger::Histogram> Named(std::string_view name) const;
   class ActionSink;
   struct Slot {
     std::vector<Trigger> triggers;  // newest first

@@ -241,6 +241,31 @@ TEST_F(EventTriggersTest, HistVariablesAcrossEvents) {
   EXPECT_EQ(Write(kBarTrigger, "hist:keys=seq:vals=$x"), EINVAL);
 }
 
+// name=: two events count into one table; each hist file shows it.
+TEST_F(EventTriggersTest, NamedHistogramIsSharedBetweenEvents) {
+  ASSERT_EQ(Write(kFooTrigger, "hist:name=both:keys=seq"), 0);
+  EXPECT_EQ(Write("events/user_events/bar/trigger", "hist:name=both:keys=seq:vals=seq"), EINVAL);
+  EXPECT_NE(Read("error_log").find("error: Named hist trigger doesn't match existing named trigger (includes variables)\n"
+                                   "  Command: hist:name=both:keys=seq:vals=seq\n"
+                                   "                     ^\n"),
+            std::string::npos)
+      << Read("error_log");
+  ASSERT_EQ(Write("events/user_events/bar/trigger", "hist:name=both:keys=seq if seq < 5"), 0);
+  Emit(foo_, 1);
+  Emit(bar_, 1);
+  Emit(bar_, 9);  // filtered out by bar's own filter
+  const std::string table = "{ seq:          1 } hitcount:          2\n\nTotals:\n    Hits: 2\n";
+  EXPECT_NE(Read("events/user_events/foo/hist").find(table), std::string::npos) << Read("events/user_events/foo/hist");
+  const std::string bar = Read("events/user_events/bar/hist");
+  EXPECT_NE(bar.find("hist:name=both:keys=seq:vals=hitcount:sort=hitcount:size=2048 if seq < 5 [active]\n"),
+            std::string::npos)
+      << bar;
+  EXPECT_NE(bar.find(table), std::string::npos) << bar;
+  ASSERT_EQ(Write(kFooTrigger, "!hist:name=both:keys=seq"), 0);
+  Emit(bar_, 2);  // the table lives on with bar
+  EXPECT_NE(Read("events/user_events/bar/hist").find("    Hits: 3\n"), std::string::npos);
+}
+
 // The kernel's latency example: onmatch() generates a synthetic event, whose
 // own histogram counts it and whose records fill the buffer when enabled.
 TEST_F(EventTriggersTest, OnmatchGeneratesSyntheticEvents) {

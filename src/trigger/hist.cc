@@ -351,6 +351,20 @@ bool SameHist(const HistSpec& a, const HistSpec& b) {
          std::equal(a.sort.begin(), a.sort.end(), b.sort.begin(), b.sort.end(), same_sort);
 }
 
+bool CanShare(const HistSpec& named, const HistSpec& other) {
+  HistSpec same_filter = other;
+  same_filter.filter = named.filter;
+  if (!SameHist(named, same_filter) || !named.refs.empty() || !named.actions.empty()) return false;
+  // The kernel's compatible_field(): the same kind, size and sign, read at each event's own place.
+  auto compatible = [](const std::vector<HistField>& x, const std::vector<HistField>& y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const HistField& p, const HistField& q) {
+      return p.source == q.source && p.field.cls == q.field.cls && p.field.size == q.field.size &&
+             p.field.is_signed == q.field.is_signed;
+    });
+  };
+  return compatible(named.keys, other.keys) && compatible(named.vals, other.vals) && compatible(named.vars, other.vars);
+}
+
 std::string HistInfo(const HistSpec& spec, bool paused) {
   std::string out = "hist:";
   if (!spec.name.empty()) out += "name=" + spec.name + ":";
@@ -466,10 +480,11 @@ uint64_t Histogram::Evaluate(const HistField& f, const HistInput& in, const std:
   }
 }
 
-bool Histogram::Add(const HistInput& in, HistSink* sink) {
+bool Histogram::Add(const HistInput& in, HistSink* sink, const HistSpec* as) {
+  const HistSpec& spec = as ? *as : spec_;
   Entry probe;
   std::string key;
-  for (const HistField& k : spec_.keys) {
+  for (const HistField& k : spec.keys) {
     uint64_t number = 0;
     std::string text;
     if (k.is_string()) {
@@ -485,12 +500,12 @@ bool Histogram::Add(const HistInput& in, HistSink* sink) {
     probe.strings.push_back(std::move(text));
   }
   // Other histograms' variables at this key: all set, or the event is skipped.
-  std::vector<uint64_t> refs(spec_.refs.size());
+  std::vector<uint64_t> refs(spec.refs.size());
   for (size_t i = 0; i < refs.size(); ++i) {
-    if (spec_.refs[i].own) continue;
+    if (spec.refs[i].own) continue;
     const Binding& b = bindings_[i];
     std::optional<uint64_t> value;
-    if (b.owner) value = b.owner->ReadVar(key, b.var, spec_.refs[i].read_once);
+    if (b.owner) value = b.owner->ReadVar(key, b.var, spec.refs[i].read_once);
     if (!value) return false;
     refs[i] = *value;
   }
@@ -501,33 +516,33 @@ bool Histogram::Add(const HistInput& in, HistSink* sink) {
       ++drops_;
       return false;
     }
-    probe.sums.assign(spec_.vals.size(), 0);
-    probe.vars.assign(spec_.vars.size(), 0);
-    probe.set.assign(spec_.vars.size(), false);
+    probe.sums.assign(spec.vals.size(), 0);
+    probe.vars.assign(spec.vars.size(), 0);
+    probe.set.assign(spec.vars.size(), false);
     probe.comm = std::string(in.context.comm);
     it = entries_.emplace(std::move(key), std::move(probe)).first;
   }
   Entry& e = it->second;
   ++e.hits;
   // Variables first, in order, so that values (and later variables) read this event's.
-  for (size_t v = 0; v < spec_.vars.size(); ++v) {
-    e.vars[v] = Evaluate(spec_.vars[v], in, refs);
+  for (size_t v = 0; v < spec.vars.size(); ++v) {
+    e.vars[v] = Evaluate(spec.vars[v], in, refs);
     e.set[v] = true;
     for (size_t i = 0; i < refs.size(); ++i) {
-      if (spec_.refs[i].own == v) refs[i] = e.vars[v];
+      if (spec.refs[i].own == v) refs[i] = e.vars[v];
     }
   }
-  for (size_t i = 0; i < spec_.vals.size(); ++i) e.sums[i] += Evaluate(spec_.vals[i], in, refs);
-  RunActions(it->first, e, in, refs, sink);
+  for (size_t i = 0; i < spec.vals.size(); ++i) e.sums[i] += Evaluate(spec.vals[i], in, refs);
+  RunActions(spec, it->first, e, in, refs, sink);
   return true;
 }
 
-void Histogram::RunActions(const std::string& key, Entry& e, const HistInput& in, const std::vector<uint64_t>& refs,
-                           HistSink* sink) {
-  if (spec_.actions.empty()) return;
-  e.tracked.resize(spec_.actions.size());
-  for (size_t i = 0; i < spec_.actions.size(); ++i) {
-    const HistAction& a = spec_.actions[i];
+void Histogram::RunActions(const HistSpec& spec, const std::string& key, Entry& e, const HistInput& in,
+                           const std::vector<uint64_t>& refs, HistSink* sink) {
+  if (spec.actions.empty()) return;
+  e.tracked.resize(spec.actions.size());
+  for (size_t i = 0; i < spec.actions.size(); ++i) {
+    const HistAction& a = spec.actions[i];
     uint64_t value = 0;
     if (a.handler != Handler::kOnMatch) {
       // onmax: above this entry's max so far; onchange: not this entry's last value (both start at 0).
@@ -641,7 +656,7 @@ std::string Histogram::ValueText(size_t i, uint64_t value, uint64_t total, uint6
   }
 }
 
-std::string Histogram::Render() const {
+std::string Histogram::Render(const HistSpec* as) const {
   std::vector<const Entry*> sorted;
   for (const auto& [_, e] : entries_) sorted.push_back(&e);
   auto column = [&](const Entry& e, int index, int* order) -> std::pair<uint64_t, const std::string*> {
@@ -669,7 +684,7 @@ std::string Histogram::Render() const {
       maxima[i] = std::max(maxima[i], e->sums[i]);
     }
   }
-  std::string out = "# event histogram\n#\n# trigger info: " + HistInfo(spec_, paused_) + "#\n\n";
+  std::string out = "# event histogram\n#\n# trigger info: " + HistInfo(as ? *as : spec_, paused_) + "#\n\n";
   for (const Entry* e : sorted) {
     out += KeyText(*e) + fmt::format(" hitcount: {:>10}", e->hits);
     for (size_t i = 0; i < spec_.vals.size(); ++i) {

@@ -103,6 +103,12 @@ int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, 
 // `!hist:...` removes and `:pause` finds a histogram by this.
 bool SameHist(const HistSpec& a, const HistSpec& b);
 
+// Whether `other` may share the histogram `named` made with the same `name=`
+// (the kernel's hist_trigger_match, filters aside): the same keys, values,
+// variables and sort, of fields of the same kind and size. Histograms with
+// references or actions are not shared (docs/compat.md).
+bool CanShare(const HistSpec& named, const HistSpec& other);
+
 // "hist:keys=...:vals=hitcount...:sort=...:size=N[ if F] [active]\n": the
 // trigger file's line, and the hist file's "trigger info".
 std::string HistInfo(const HistSpec& spec, bool paused);
@@ -147,10 +153,11 @@ class Histogram {
   // One event that passed the trigger's filter. Events whose references to
   // other histograms' variables are not all set at their key are skipped
   // (not counted), as the kernel does. Returns whether an entry was updated;
-  // then the actions run, into `sink` (when given).
-  bool Add(const HistInput& input, HistSink* sink = nullptr);
-  // This histogram's part of the `hist` file.
-  std::string Render() const;
+  // then the actions run, into `sink` (when given). `as`: the spec of
+  // another event sharing this histogram (name=), with its own fields' places.
+  bool Add(const HistInput& input, HistSink* sink = nullptr, const HistSpec* as = nullptr);
+  // This histogram's part of the `hist` file (`as`: the trigger info of an event sharing it).
+  std::string Render(const HistSpec* as = nullptr) const;
 
  private:
   struct Entry {
@@ -175,8 +182,8 @@ class Histogram {
     std::string key;
     size_t action = 0;
   };
-  void RunActions(const std::string& key, Entry& e, const HistInput& in, const std::vector<uint64_t>& refs,
-                  HistSink* sink);
+  void RunActions(const HistSpec& spec, const std::string& key, Entry& e, const HistInput& in,
+                  const std::vector<uint64_t>& refs, HistSink* sink);
   std::string ActionsText(const Entry& e) const;
   // The value of variable `var` at `key`, unset if `once`.
   std::optional<uint64_t> ReadVar(const std::string& key, size_t var, bool once);

@@ -8,7 +8,7 @@
 namespace udiag::trigger {
 namespace {
 
-constexpr std::array<std::string_view, 24> kTexts = {
+constexpr std::array<std::string_view, 25> kTexts = {
     "No error",
     "Variable already defined",
     "Variable name not unique, need to use fully qualified name (subsys.event.var) for variable",
@@ -33,6 +33,7 @@ constexpr std::array<std::string_view, 24> kTexts = {
     "Too many sort fields (Max = 2)",
     "Sort field must be a key or a val",
     "Expecting numeric literal",
+    "Named hist trigger doesn't match existing named trigger (includes variables)",
 };
 
 constexpr std::string_view kCommandPrefix = "  Command: ";

@@ -14,7 +14,7 @@ enum class HistErrorCode : uint8_t {
   kNone, kDuplicateVar, kVarNotUnique, kTooManyVars, kMalformedAssignment, kTriggerEexist, kTriggerEnoentClear,
   kBadFieldModifier, kEventFileNotFound, kSynthEventNotFound, kSynthCountMismatch, kOnxNotVar, kNoSaveParams,
   kActionMismatch, kNoClosingParen, kSubsysNotFound, kInvalidRefKey, kVarNotFound, kFieldNotFound,
-  kInvalidSortModifier, kEmptySortField, kTooManySortFields, kInvalidSortField, kExpectNumber,
+  kInvalidSortModifier, kEmptySortField, kTooManySortFields, kInvalidSortField, kExpectNumber, kNamedMismatch,
 };
 
 std::string_view HistErrorText(HistErrorCode code);

@@ -198,6 +198,33 @@ TEST(HistVars, ExpressionsAndDivisionByZero) {
   EXPECT_NE(out.find("{ seq:          0 } hitcount:          1  q: 18446744073709551615\n"), std::string::npos) << out;
 }
 
+// name=: another event counts into the same table, reading its own fields' places.
+TEST(HistNamed, SharedTableReadsEachEventsOwnFields) {
+  HistSpec first = Parsed("name=shared:keys=seq:vals=bytes");
+  // The same fields one slot further (an event whose first field is a u32 pad).
+  std::vector<schema::Field> shifted = Fields();
+  for (schema::Field& f : shifted) f.offset += 4;
+  HistSpec second;
+  ASSERT_EQ(ParseHist("name=shared:keys=seq:vals=bytes", shifted, &second), 0);
+  second.filter = "seq > 1";
+  EXPECT_TRUE(CanShare(first, second));
+  EXPECT_FALSE(CanShare(first, Parsed("name=shared:keys=seq:vals=seq")));
+  EXPECT_FALSE(CanShare(first, Parsed("name=shared:keys=bytes:vals=bytes")));
+  Histogram h(std::move(first));
+  Add(h, Record(1, 3, 10, ""));
+  std::vector<uint8_t> other(32, 0);
+  const uint32_t seq = 3;
+  const uint64_t bytes = 5;
+  std::memcpy(other.data() + 12, &seq, 4);
+  std::memcpy(other.data() + 16, &bytes, 8);
+  h.Add({{other, 1, "b"}, 0}, nullptr, &second);
+  std::string out = h.Render(&second);
+  EXPECT_NE(out.find("# trigger info: hist:name=shared:keys=seq:vals=hitcount,bytes:sort=hitcount:size=2048 if seq > 1 [active]\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("{ seq:          3 } hitcount:          2  bytes:         15\n"), std::string::npos) << out;
+}
+
 struct RecordingSink : HistSink {
   void Trace(size_t action, std::span<const uint64_t> values) override {
     traced.emplace_back(action, std::vector<uint64_t>(values.begin(), values.end()));

@@ -116,6 +116,25 @@ TEST_F(InterEventHistTest, OnmaxSavesTheLargestLatencyPerKey) {
   EXPECT_EQ(entries, 3) << hist;
 }
 
+// name=: both events count into one table, which each event's hist file shows.
+TEST_F(InterEventHistTest, NamedHistogramIsSharedByTwoEvents) {
+  ASSERT_EQ(Write("events/user_events/wakeup_start/trigger", "hist:name=both:keys=seq.buckets=10"), 0);
+  ASSERT_EQ(Write("events/user_events/wakeup_end/trigger", "hist:name=both:keys=seq.buckets=10 if seq < 10"), 0);
+  Produce("wakeup_start", 20);
+  Produce("wakeup_end", 20);
+  const std::string table = "{ seq: ~ 10-19 } hitcount:         10\n{ seq: ~ 0-9 } hitcount:         20\n\n"
+                            "Totals:\n    Hits: 30\n    Entries: 2\n    Dropped: 0\n";
+  EXPECT_EQ(Read("events/user_events/wakeup_start/hist"),
+            "# event histogram\n#\n"
+            "# trigger info: hist:name=both:keys=seq.buckets=10:vals=hitcount:sort=hitcount:size=2048 [active]\n#\n\n" +
+                table);
+  EXPECT_EQ(Read("events/user_events/wakeup_end/hist"),
+            "# event histogram\n#\n"
+            "# trigger info: hist:name=both:keys=seq.buckets=10:vals=hitcount:sort=hitcount:size=2048 if seq < 10 "
+            "[active]\n#\n\n" +
+                table);
+}
+
 // A hist command that fails tells why in error_log, as the kernel's hist_err().
 TEST_F(InterEventHistTest, ErrorsGoToErrorLogWithACaret) {
   const std::string command = "hist:keys=seq:lat=common_timestamp.usecs-$nosuch";
