@@ -5,6 +5,8 @@
 #include <array>
 #include <cerrno>
 
+#include "filter/filter_error.h"
+
 namespace udiag::trigger {
 namespace {
 
@@ -36,8 +38,6 @@ constexpr std::array<std::string_view, 25> kTexts = {
     "Named hist trigger doesn't match existing named trigger (includes variables)",
 };
 
-constexpr std::string_view kCommandPrefix = "  Command: ";
-
 }  // namespace
 
 std::string_view HistErrorText(HistErrorCode code) { return kTexts[static_cast<size_t>(code)]; }
@@ -51,9 +51,8 @@ std::string HistErrorLogEntry(uint64_t timestamp_ns, std::string_view system, st
                               std::string_view command, const HistError& error) {
   size_t pos = error.token.empty() ? 0 : command.find(error.token);
   if (pos == std::string_view::npos) pos = 0;
-  return fmt::format("[{:5}.{:06}] hist:{}:{}: error: {}\n{}{}\n{}^\n", timestamp_ns / 1'000'000'000,
-                     timestamp_ns % 1'000'000'000 / 1000, system, event, HistErrorText(error.code), kCommandPrefix,
-                     command, std::string(kCommandPrefix.size() + pos, ' '));
+  return filter::TracingLogEntry(timestamp_ns, fmt::format("hist:{}:{}", system, event), HistErrorText(error.code),
+                                 command, pos);
 }
 
 }  // namespace udiag::trigger
