@@ -482,22 +482,20 @@ uint64_t Histogram::Evaluate(const HistField& f, const HistInput& in, const std:
 
 bool Histogram::Add(const HistInput& in, HistSink* sink, const HistSpec* as) {
   const HistSpec& spec = as ? *as : spec_;
-  Entry probe;
+  // The key's bytes: each number as a u64, each string up to a NUL.
   std::string key;
-  for (const HistField& k : spec.keys) {
-    uint64_t number = 0;
-    std::string text;
+  uint64_t numbers[kMaxKeys] = {};
+  for (size_t i = 0; i < spec.keys.size(); ++i) {
+    const HistField& k = spec.keys[i];
     if (k.is_string()) {
-      text = StringOf(k.field, in.context);
-      key.append(text).push_back('\0');
-    } else {
-      number = Evaluate(k, in, {});
-      if (k.flag == HistFlag::kLog2) number = number <= 1 ? 0 : std::bit_width(number - 1);
-      if (k.flag == HistFlag::kBuckets) number = number / k.buckets * k.buckets;
-      key.append(reinterpret_cast<const char*>(&number), sizeof(number));
+      key.append(StringOf(k.field, in.context)).push_back('\0');
+      continue;
     }
-    probe.numbers.push_back(number);
-    probe.strings.push_back(std::move(text));
+    uint64_t number = Evaluate(k, in, {});
+    if (k.flag == HistFlag::kLog2) number = number <= 1 ? 0 : std::bit_width(number - 1);
+    if (k.flag == HistFlag::kBuckets) number = number / k.buckets * k.buckets;
+    key.append(reinterpret_cast<const char*>(&number), sizeof(number));
+    numbers[i] = number;
   }
   // Other histograms' variables at this key: all set, or the event is skipped.
   std::vector<uint64_t> refs(spec.refs.size());
@@ -516,11 +514,14 @@ bool Histogram::Add(const HistInput& in, HistSink* sink, const HistSpec* as) {
       ++drops_;
       return false;
     }
-    probe.sums.assign(spec.vals.size(), 0);
-    probe.vars.assign(spec.vars.size(), 0);
-    probe.set.assign(spec.vars.size(), false);
-    probe.comm = std::string(in.context.comm);
-    it = entries_.emplace(std::move(key), std::move(probe)).first;
+    Entry made;
+    made.numbers.assign(numbers, numbers + spec.keys.size());
+    for (const HistField& k : spec.keys) made.strings.push_back(k.is_string() ? StringOf(k.field, in.context) : "");
+    made.sums.assign(spec.vals.size(), 0);
+    made.vars.assign(spec.vars.size(), 0);
+    made.set.assign(spec.vars.size(), false);
+    made.comm = std::string(in.context.comm);
+    it = entries_.emplace(std::move(key), std::move(made)).first;
   }
   Entry& e = it->second;
   ++e.hits;
