@@ -19,6 +19,7 @@ constexpr size_t kMaxSortKeys = 2;  // TRACING_MAP_SORT_KEYS_MAX
 constexpr int kMinBits = 7, kMaxBits = 17;
 constexpr size_t kMaxStringKey = 256;  // MAX_FILTER_STR_VAL
 constexpr size_t kMaxVars = 16;        // TRACING_MAP_VARS_MAX
+constexpr long kMaxSubexpr = 3;        // the kernel's "Too many subexpressions (3 max)"
 
 std::vector<std::string_view> Split(std::string_view text, char sep) {
   std::vector<std::string_view> parts;
@@ -121,6 +122,9 @@ int ParseOperand(std::string_view text, const std::vector<schema::Field>& fields
 // `a+b`, `a-b`, `a*b`, `a/b` (left to right, * and / first), or one operand.
 int ParseExpr(std::string_view text, const std::vector<schema::Field>& fields, bool key, bool in_expr,
               HistSpec* spec, HistField* out, HistError* err) {
+  if (!in_expr && std::count_if(text.begin(), text.end(), [](char c) { return std::string_view("+-*/").find(c) != std::string_view::npos; }) > kMaxSubexpr) {
+    return HistFail(err, HistErrorCode::kTooManySubexpr, text);
+  }
   size_t at = text.find_last_of("+-");
   if (at == std::string_view::npos) at = text.find_last_of("*/");
   if (at == std::string_view::npos) return ParseOperand(text, fields, key, in_expr, spec, out, err);

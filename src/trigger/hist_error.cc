@@ -10,7 +10,7 @@
 namespace udiag::trigger {
 namespace {
 
-constexpr std::array<std::string_view, 25> kTexts = {
+constexpr std::array<std::string_view, 26> kTexts = {
     "No error",
     "Variable already defined",
     "Variable name not unique, need to use fully qualified name (subsys.event.var) for variable",
@@ -36,6 +36,7 @@ constexpr std::array<std::string_view, 25> kTexts = {
     "Sort field must be a key or a val",
     "Expecting numeric literal",
     "Named hist trigger doesn't match existing named trigger (includes variables)",
+    "Too many subexpressions (3 max)",
 };
 
 }  // namespace

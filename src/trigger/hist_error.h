@@ -15,6 +15,7 @@ enum class HistErrorCode : uint8_t {
   kBadFieldModifier, kEventFileNotFound, kSynthEventNotFound, kSynthCountMismatch, kOnxNotVar, kNoSaveParams,
   kActionMismatch, kNoClosingParen, kSubsysNotFound, kInvalidRefKey, kVarNotFound, kFieldNotFound,
   kInvalidSortModifier, kEmptySortField, kTooManySortFields, kInvalidSortField, kExpectNumber, kNamedMismatch,
+  kTooManySubexpr,
 };
 
 std::string_view HistErrorText(HistErrorCode code);

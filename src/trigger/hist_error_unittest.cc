@@ -45,7 +45,8 @@ TEST(HistError, EachClassHasItsMessage) {
                         Case{"keys=seq:onmatch(a.b).save(seq)", HistErrorCode::kActionMismatch},
                         Case{"keys=seq:onmatch(ab).trace(x,seq)", HistErrorCode::kSubsysNotFound},
                         Case{"keys=seq:onmatch(a.b", HistErrorCode::kNoClosingParen},
-                        Case{"keys=seq:x=seq+1x", HistErrorCode::kExpectNumber}}) {
+                        Case{"keys=seq:x=seq+1x", HistErrorCode::kExpectNumber},
+                        Case{"keys=seq:x=seq+1+2+3+4", HistErrorCode::kTooManySubexpr}}) {
     HistSpec spec;
     HistError error;
     EXPECT_EQ(ParseHist(c.param, Fields(), &spec, &error), EINVAL) << c.param;
