@@ -88,7 +88,8 @@ void BM_DeliverHist(benchmark::State& state) {
   Event* event = req.event;
   InstanceSet instances(&req.registry);
   Instance& top = instances.top();
-  const char* triggers[] = {"hist:keys=status", "hist:keys=path:vals=status", "hist:keys=status:ts0=common_timestamp.usecs"};
+  const char* triggers[] = {"hist:keys=status", "hist:keys=path:vals=status",
+                            "hist:keys=status:ts0=common_timestamp.usecs"};
   if (top.triggers().Write(instances, top, *event, triggers[state.range(0)], true, req.registry) != 0) {
     state.SkipWithError("trigger");
   }

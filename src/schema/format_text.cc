@@ -86,7 +86,8 @@ std::string FormatFile(std::string_view tp_name, uint32_t id, const std::vector<
     fmt::format_to(std::back_inserter(text), "\tfield:{};\toffset:{};\tsize:{};\tsigned:{};\n",
                    Declaration(field), field.offset, field.size, field.is_signed ? 1 : 0);
   }
-  fmt::format_to(std::back_inserter(text), "\nprint fmt: {}\n", print_fmt.empty() ? PrintFmt(fields) : print_fmt);
+  fmt::format_to(std::back_inserter(text), "\nprint fmt: {}\n",
+                 print_fmt.empty() ? PrintFmt(fields) : print_fmt);
   return text;
 }
 

@@ -116,8 +116,8 @@ class EventRegistry {
  private:
   bool IsLastReference(const Event& event) const;
   void Destroy(Event* event);
-  base::ErrorOr<Event*> Create(schema::EventDescription desc, bool multi_format, bool persist, bool synthetic = false);
-
+  base::ErrorOr<Event*> Create(schema::EventDescription desc, bool multi_format, bool persist,
+                               bool synthetic = false);
 
   StatusPage* status_page_;
   Observer* observer_;

@@ -42,7 +42,8 @@ int EventTriggers::Write(InstanceSet& set, Instance& instance, Event& event, std
   size_t index = event.id - EventRegistry::kFirstId;
   if (index >= slots_.size()) slots_.resize(index + 1);
   Slot& slot = slots_[index];
-  if (!append) RemoveHists(set, instance, event, slot, /*keep_referenced=*/true);  // as the kernel's hist_unreg_all
+  if (!append)
+    RemoveHists(set, instance, event, slot, /*keep_referenced=*/true);  // as the kernel's hist_unreg_all
   std::string_view command = Stripped(text);
   if (command.empty()) return 0;
   Trigger t;
@@ -87,8 +88,8 @@ int EventTriggers::WriteHist(InstanceSet& set, Instance& instance, Event& event,
   return err;
 }
 
-int EventTriggers::AddOrChangeHist(InstanceSet& set, Instance& instance, Event& event, const trigger::Spec& spec,
-                                   Slot& slot, trigger::HistError* error) {
+int EventTriggers::AddOrChangeHist(InstanceSet& set, Instance& instance, Event& event,
+                                   const trigger::Spec& spec, Slot& slot, trigger::HistError* error) {
   trigger::HistSpec hist;
   if (int err = trigger::ParseHist(spec.param, event.desc.fields, &hist, error)) return err;
   hist.filter = spec.filter;
@@ -106,9 +107,15 @@ int EventTriggers::AddOrChangeHist(InstanceSet& set, Instance& instance, Event& 
   }
   if (same != slot.hists.end()) {
     switch (hist.control) {
-      case trigger::HistControl::kPause: same->hist->set_paused(true); return 0;
-      case trigger::HistControl::kCont: same->hist->set_paused(false); return 0;
-      case trigger::HistControl::kClear: same->hist->Clear(); return 0;
+      case trigger::HistControl::kPause:
+        same->hist->set_paused(true);
+        return 0;
+      case trigger::HistControl::kCont:
+        same->hist->set_paused(false);
+        return 0;
+      case trigger::HistControl::kClear:
+        same->hist->Clear();
+        return 0;
       case trigger::HistControl::kNone:
         trigger::HistFail(error, trigger::HistErrorCode::kTriggerEexist, "");
         return EEXIST;
@@ -129,7 +136,8 @@ int EventTriggers::AddOrChangeHist(InstanceSet& set, Instance& instance, Event& 
     set.SetSoftMode(instance, &event, true);
     return 0;
   }
-  HistTrigger made{std::make_shared<trigger::Histogram>(std::move(hist)), std::move(filter), {}, std::nullopt};
+  HistTrigger made{
+      std::make_shared<trigger::Histogram>(std::move(hist)), std::move(filter), {}, std::nullopt};
   std::vector<uint32_t> matched;
   int err = BindActions(set.registry(), made, &matched, error);
   if (!err) err = BindVars(*made.hist, made.hist, matched, error);
@@ -189,8 +197,8 @@ int EventTriggers::BindVars(trigger::Histogram& hist, const std::shared_ptr<trig
     // First the onmatch() events' histograms, then every event's.
     for (int pass = 0; pass < 2 && !owner; ++pass) {
       for (size_t index = 0; index < slots_.size(); ++index) {
-        bool is_preferred = std::find(preferred.begin(), preferred.end(), index + EventRegistry::kFirstId) !=
-                            preferred.end();
+        bool is_preferred =
+            std::find(preferred.begin(), preferred.end(), index + EventRegistry::kFirstId) != preferred.end();
         if (pass == 0 && !is_preferred) continue;
         for (const HistTrigger& h : slots_[index].hists) {
           auto found = h.hist->FindVar(refs[i].name);
@@ -221,7 +229,8 @@ void EventTriggers::ReleaseHist(InstanceSet& set, Instance& instance, Event& eve
   set.SetSoftMode(instance, &event, false);
 }
 
-void EventTriggers::RemoveHists(InstanceSet& set, Instance& instance, Event& event, Slot& slot, bool keep_referenced) {
+void EventTriggers::RemoveHists(InstanceSet& set, Instance& instance, Event& event, Slot& slot,
+                                bool keep_referenced) {
   std::erase_if(slot.hists, [&](HistTrigger& h) {
     if (keep_referenced && h.hist->referenced()) return false;
     ReleaseHist(set, instance, event, h);
@@ -254,7 +263,8 @@ std::string EventTriggers::ReadHist(const Event& event) const {
   size_t index = event.id - EventRegistry::kFirstId;
   std::string out;
   if (index >= slots_.size()) return out;
-  for (const HistTrigger& h : slots_[index].hists) out += (out.empty() ? "" : "\n\n") + h.hist->Render(h.as());
+  for (const HistTrigger& h : slots_[index].hists)
+    out += (out.empty() ? "" : "\n\n") + h.hist->Render(h.as());
   return out;
 }
 
@@ -286,7 +296,8 @@ bool EventTriggers::Act(Instance& instance, Trigger& t) {
     case trigger::Command::kDisableHist:
       // Every histogram of the target in this instance; counted every time, as the kernel.
       if (size_t index = t.target->id - EventRegistry::kFirstId; index < slots_.size()) {
-        for (HistTrigger& h : slots_[index].hists) h.hist->set_paused(t.spec.command == trigger::Command::kDisableHist);
+        for (HistTrigger& h : slots_[index].hists)
+          h.hist->set_paused(t.spec.command == trigger::Command::kDisableHist);
       }
       break;
   }
@@ -306,7 +317,8 @@ class EventTriggers::ActionSink : public trigger::HistSink {
     constexpr int kMaxDepth = 4;
     Event* synth = h_.synth[action];
     if (!synth || depth == kMaxDepth) return;
-    std::vector<uint8_t> record = trigger::SynthRecord(static_cast<uint16_t>(synth->id), pid_, synth->desc.fields, values);
+    std::vector<uint8_t> record =
+        trigger::SynthRecord(static_cast<uint16_t>(synth->id), pid_, synth->desc.fields, values);
     ++depth;
     set_.Deliver(*synth, meta_, record);
     --depth;

@@ -78,8 +78,8 @@ class EventTriggers {
   };
   // A hist command: its errors go to the instance's error_log, as the kernel's hist_err().
   int WriteHist(InstanceSet& set, Instance& instance, Event& event, const trigger::Spec& spec, Slot& slot);
-  int AddOrChangeHist(InstanceSet& set, Instance& instance, Event& event, const trigger::Spec& spec, Slot& slot,
-                      trigger::HistError* error);
+  int AddOrChangeHist(InstanceSet& set, Instance& instance, Event& event, const trigger::Spec& spec,
+                      Slot& slot, trigger::HistError* error);
   // Binds each `$name` of `hist` to the one histogram of this instance defining it
   // (on an onmatch() event first): EINVAL when none does, or more than one.
   int BindVars(trigger::Histogram& hist, const std::shared_ptr<trigger::Histogram>& self,

@@ -187,7 +187,8 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
     case Node::kDynamicEvents: {
       std::string out;
       for (const Event* e : registry_->Events()) {
-        out += e->synthetic ? "s:synthetic/" + trigger::SynthEventLine(e->desc) : schema::DynamicEventsLine(e->desc) + "\n";
+        out += e->synthetic ? "s:synthetic/" + trigger::SynthEventLine(e->desc)
+                            : schema::DynamicEventsLine(e->desc) + "\n";
       }
       return out;
     }

@@ -122,7 +122,9 @@ int ParseOperand(std::string_view text, const std::vector<schema::Field>& fields
 // `a+b`, `a-b`, `a*b`, `a/b` (left to right, * and / first), or one operand.
 int ParseExpr(std::string_view text, const std::vector<schema::Field>& fields, bool key, bool in_expr,
               HistSpec* spec, HistField* out, HistError* err) {
-  if (!in_expr && std::count_if(text.begin(), text.end(), [](char c) { return std::string_view("+-*/").find(c) != std::string_view::npos; }) > kMaxSubexpr) {
+  if (!in_expr && std::count_if(text.begin(), text.end(), [](char c) {
+                    return std::string_view("+-*/").find(c) != std::string_view::npos;
+                  }) > kMaxSubexpr) {
     return HistFail(err, HistErrorCode::kTooManySubexpr, text);
   }
   size_t at = text.find_last_of("+-");
@@ -141,11 +143,15 @@ int ParseExpr(std::string_view text, const std::vector<schema::Field>& fields, b
 std::string FieldText(const HistField& f) {
   std::string out = f.var.empty() ? "" : f.var + "=";
   switch (f.source) {
-    case HistSource::kTimestamp: return out + f.name + (f.usecs ? ".usecs" : "");
-    case HistSource::kVarRef: return out + "$" + f.name;
+    case HistSource::kTimestamp:
+      return out + f.name + (f.usecs ? ".usecs" : "");
+    case HistSource::kVarRef:
+      return out + "$" + f.name;
     case HistSource::kConstant:
-    case HistSource::kExpr: return out + f.name;
-    case HistSource::kField: break;
+    case HistSource::kExpr:
+      return out + f.name;
+    case HistSource::kField:
+      break;
   }
   out += f.name + std::string(FlagName(f.flag));
   if (f.flag == HistFlag::kBuckets) out += fmt::format("={}", f.buckets);
@@ -154,7 +160,8 @@ std::string FieldText(const HistField& f) {
 
 bool UsesTimestamp(const HistField& f) {
   return f.source == HistSource::kTimestamp ||
-         std::any_of(f.operands.begin(), f.operands.end(), [](const HistField& o) { return UsesTimestamp(o); });
+         std::any_of(f.operands.begin(), f.operands.end(),
+                     [](const HistField& o) { return UsesTimestamp(o); });
 }
 
 // The kernel prints the clock of a histogram that reads timestamps.
@@ -164,7 +171,6 @@ bool UsesTimestamps(const HistSpec& spec) {
   }
   return false;
 }
-
 
 int ParseSort(std::string_view text, HistSpec* spec, HistError* err) {
   for (std::string_view item : Split(text, ',')) {
@@ -206,7 +212,8 @@ int ParseFields(std::string_view list, const std::vector<schema::Field>& fields,
 }
 
 // "ts0=common_timestamp.usecs[,b=field]": variables.
-int ParseVars(std::string_view list, const std::vector<schema::Field>& fields, HistSpec* spec, HistError* err) {
+int ParseVars(std::string_view list, const std::vector<schema::Field>& fields, HistSpec* spec,
+              HistError* err) {
   for (std::string_view item : Split(list, ',')) {
     size_t eq = item.find('=');
     HistField f;
@@ -227,11 +234,13 @@ int ParseVars(std::string_view list, const std::vector<schema::Field>& fields, H
 
 // "onmatch(sys.event).trace(synth,p,...)", "onmatch(sys.event).synth(p,...)",
 // "onmax($v).save(f,...)", "onchange($v).snapshot()" (and onmax/onchange().trace()).
-int ParseAction(std::string_view text, const std::vector<schema::Field>& fields, HistSpec* spec, HistError* err) {
+int ParseAction(std::string_view text, const std::vector<schema::Field>& fields, HistSpec* spec,
+                HistError* err) {
   HistAction a;
   a.text = ":" + std::string(text);
   size_t open = text.find('('), close = text.find(").");
-  if (open == std::string_view::npos || close == std::string_view::npos || close < open || !text.ends_with(')')) {
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open ||
+      !text.ends_with(')')) {
     return HistFail(err, HistErrorCode::kNoClosingParen, text);
   }
   std::string_view handler = text.substr(0, open), arg = text.substr(open + 1, close - open - 1);
@@ -258,7 +267,8 @@ int ParseAction(std::string_view text, const std::vector<schema::Field>& fields,
   if (action == "save" || action == "snapshot") {
     if (a.handler == Handler::kOnMatch) return HistFail(err, HistErrorCode::kActionMismatch, action);
     a.kind = action == "save" ? ActionKind::kSave : ActionKind::kSnapshot;
-    if (a.kind == ActionKind::kSave && list.empty()) return HistFail(err, HistErrorCode::kNoSaveParams, action);
+    if (a.kind == ActionKind::kSave && list.empty())
+      return HistFail(err, HistErrorCode::kNoSaveParams, action);
     if (a.kind == ActionKind::kSnapshot && !list.empty()) return EINVAL;
   } else {
     a.trace_keyword = action == "trace";
@@ -297,7 +307,8 @@ void ResolveOwnRefs(HistSpec* spec) {
 
 }  // namespace
 
-int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, HistSpec* out, HistError* error) {
+int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, HistSpec* out,
+              HistError* error) {
   *out = HistSpec{};
   std::string_view sort;
   for (std::string_view attr : Split(param, ':')) {
@@ -366,7 +377,8 @@ bool CanShare(const HistSpec& named, const HistSpec& other) {
              p.field.is_signed == q.field.is_signed;
     });
   };
-  return compatible(named.keys, other.keys) && compatible(named.vals, other.vals) && compatible(named.vars, other.vars);
+  return compatible(named.keys, other.keys) && compatible(named.vals, other.vals) &&
+         compatible(named.vars, other.vars);
 }
 
 std::string HistInfo(const HistSpec& spec, bool paused) {
@@ -429,7 +441,8 @@ std::string StringOf(const filter::FilterField& f, const filter::RecordContext& 
 
 bool Histogram::needs_comm() const {
   return std::any_of(spec_.keys.begin(), spec_.keys.end(), [](const HistField& k) {
-    return k.flag == HistFlag::kExecname || (k.source == HistSource::kField && k.field.cls == filter::FieldClass::kComm);
+    return k.flag == HistFlag::kExecname ||
+           (k.source == HistSource::kField && k.field.cls == filter::FieldClass::kComm);
   });
 }
 
@@ -467,20 +480,30 @@ std::optional<uint64_t> Histogram::ReadVar(const std::string& key, size_t var, b
   return it->second.vars[var];
 }
 
-uint64_t Histogram::Evaluate(const HistField& f, const HistInput& in, const std::vector<uint64_t>& refs) const {
+uint64_t Histogram::Evaluate(const HistField& f, const HistInput& in,
+                             const std::vector<uint64_t>& refs) const {
   switch (f.source) {
-    case HistSource::kField: return NumberOf(f.field, in.context);
-    case HistSource::kTimestamp: return f.usecs ? (in.timestamp_ns + 500) / 1000 : in.timestamp_ns;  // ns2usecs
-    case HistSource::kVarRef: return refs[f.ref];
-    case HistSource::kConstant: return f.constant;
-    case HistSource::kExpr: break;
+    case HistSource::kField:
+      return NumberOf(f.field, in.context);
+    case HistSource::kTimestamp:
+      return f.usecs ? (in.timestamp_ns + 500) / 1000 : in.timestamp_ns;  // ns2usecs
+    case HistSource::kVarRef:
+      return refs[f.ref];
+    case HistSource::kConstant:
+      return f.constant;
+    case HistSource::kExpr:
+      break;
   }
   const uint64_t a = Evaluate(f.operands[0], in, refs), b = Evaluate(f.operands[1], in, refs);
   switch (f.op) {
-    case '+': return a + b;
-    case '-': return a - b;
-    case '*': return a * b;
-    default: return b == 0 ? UINT64_MAX : a / b;  // the kernel's -1 for a division by zero
+    case '+':
+      return a + b;
+    case '-':
+      return a - b;
+    case '*':
+      return a * b;
+    default:
+      return b == 0 ? UINT64_MAX : a / b;  // the kernel's -1 for a division by zero
   }
 }
 
@@ -520,7 +543,8 @@ bool Histogram::Add(const HistInput& in, HistSink* sink, const HistSpec* as) {
     }
     Entry made;
     made.numbers.assign(numbers, numbers + spec.keys.size());
-    for (const HistField& k : spec.keys) made.strings.push_back(k.is_string() ? StringOf(k.field, in.context) : "");
+    for (const HistField& k : spec.keys)
+      made.strings.push_back(k.is_string() ? StringOf(k.field, in.context) : "");
     made.sums.assign(spec.vals.size(), 0);
     made.vars.assign(spec.vars.size(), 0);
     made.set.assign(spec.vars.size(), false);
@@ -566,7 +590,8 @@ void Histogram::RunActions(const HistSpec& spec, const std::string& key, Entry& 
     }
     if (a.kind == ActionKind::kSnapshot) {
       // The instance's snapshot follows the histogram-wide max (or last value), as the kernel's.
-      if (snapshot_.taken && (a.handler == Handler::kOnMax ? value <= snapshot_.value : value == snapshot_.value)) {
+      if (snapshot_.taken &&
+          (a.handler == Handler::kOnMax ? value <= snapshot_.value : value == snapshot_.value)) {
         continue;
       }
       snapshot_ = {true, value, key, i};
@@ -585,7 +610,8 @@ std::string Histogram::ActionsText(const Entry& e) const {
   for (size_t i = 0; i < spec_.actions.size() && i < e.tracked.size(); ++i) {
     const HistAction& a = spec_.actions[i];
     if (a.handler == Handler::kOnMatch || a.kind == ActionKind::kSnapshot) continue;
-    out += fmt::format("\n\t{}: {:>10}", a.handler == Handler::kOnMax ? "max" : "changed", e.tracked[i].value);
+    out +=
+        fmt::format("\n\t{}: {:>10}", a.handler == Handler::kOnMax ? "max" : "changed", e.tracked[i].value);
     if (a.kind != ActionKind::kSave) continue;
     const Entry::Tracked& t = e.tracked[i];
     for (size_t p = 0; p < a.params.size() && p < t.numbers.size(); ++p) {
@@ -694,14 +720,16 @@ std::string Histogram::Render(const HistSpec* as) const {
     out += KeyText(*e) + fmt::format(" hitcount: {:>10}", e->hits);
     for (size_t i = 0; i < spec_.vals.size(); ++i) {
       // As the kernel, an expression is summed but not shown.
-      if (spec_.vals[i].source != HistSource::kExpr) out += " " + ValueText(i, e->sums[i], totals[i], maxima[i]);
+      if (spec_.vals[i].source != HistSource::kExpr)
+        out += " " + ValueText(i, e->sums[i], totals[i], maxima[i]);
     }
     out += ActionsText(*e) + "\n";
   }
   if (auto at = entries_.find(snapshot_.key); snapshot_.taken && at != entries_.end()) {
     const HistAction& a = spec_.actions[snapshot_.action];
-    out += fmt::format("\nSnapshot taken (see tracing/snapshot).  Details:\n\ttriggering value {{ {}({}) }}: {:>10}",
-                       a.handler == Handler::kOnMax ? "onmax" : "onchange", FieldText(a.tracked), snapshot_.value);
+    out += fmt::format(
+        "\nSnapshot taken (see tracing/snapshot).  Details:\n\ttriggering value {{ {}({}) }}: {:>10}",
+        a.handler == Handler::kOnMax ? "onmax" : "onchange", FieldText(a.tracked), snapshot_.value);
     out += "\ttriggered by event with key: " + KeyText(at->second) + "\n";
   }
   out += fmt::format("\nTotals:\n    Hits: {}\n    Entries: {}\n    Dropped: {}\n", hits_, entries_.size(), drops_);

@@ -35,17 +35,17 @@ enum class HistSource : uint8_t {
 };
 
 struct HistField {
-  std::string name;           // as written, without the modifier (kVarRef: the variable; kExpr: the whole text)
+  std::string name;  // as written, without the modifier (kVarRef: the variable; kExpr: the whole text)
   filter::FilterField field;  // kField: where it is in the record
   HistFlag flag = HistFlag::kNone;
   uint64_t buckets = 0;       // .buckets=N
   HistSource source = HistSource::kField;
-  bool usecs = false;         // common_timestamp.usecs
-  uint64_t constant = 0;      // kConstant
-  size_t ref = 0;             // kVarRef: its index in HistSpec::refs
-  char op = 0;                // kExpr: '+', '-', '*' or '/'
+  bool usecs = false;               // common_timestamp.usecs
+  uint64_t constant = 0;            // kConstant
+  size_t ref = 0;                   // kVarRef: its index in HistSpec::refs
+  char op = 0;                      // kExpr: '+', '-', '*' or '/'
   std::vector<HistField> operands;  // kExpr: two
-  std::string var;            // a variable's definition ("ts0=..."): its name
+  std::string var;                  // a variable's definition ("ts0=..."): its name
 
   bool is_string() const { return source == HistSource::kField && field.is_string(); }
 };
@@ -53,7 +53,7 @@ struct HistField {
 // A `$name` in a histogram: the variable it reads.
 struct VarRef {
   std::string name;
-  bool read_once = false;  // in an expression: reading it unsets it (histogram.rst §2.2.1)
+  bool read_once = false;     // in an expression: reading it unsets it (histogram.rst §2.2.1)
   std::optional<size_t> own;  // one of this histogram's own variables (its index in HistSpec::vars)
 };
 

@@ -52,8 +52,8 @@ std::string HistErrorLogEntry(uint64_t timestamp_ns, std::string_view system, st
                               std::string_view command, const HistError& error) {
   size_t pos = error.token.empty() ? 0 : command.find(error.token);
   if (pos == std::string_view::npos) pos = 0;
-  return filter::TracingLogEntry(timestamp_ns, fmt::format("hist:{}:{}", system, event), HistErrorText(error.code),
-                                 command, pos);
+  return filter::TracingLogEntry(timestamp_ns, fmt::format("hist:{}:{}", system, event),
+                                 HistErrorText(error.code), command, pos);
 }
 
 }  // namespace udiag::trigger

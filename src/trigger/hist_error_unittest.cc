@@ -9,7 +9,9 @@
 namespace udiag::trigger {
 namespace {
 
-std::vector<schema::Field> Fields() { return {{"u32", "seq", schema::FieldKind::kInteger, 8, 4, false, false}}; }
+std::vector<schema::Field> Fields() {
+  return {{"u32", "seq", schema::FieldKind::kInteger, 8, 4, false, false}};
+}
 
 // What ParseHist says about `param`, and where the caret goes in "hist:<param>".
 std::string LogOf(std::string_view param) {
@@ -60,8 +62,9 @@ TEST(HistError, FirstErrorWinsAndAnUnfoundTokenPointsAtTheStart) {
   HistFail(&error, HistErrorCode::kFieldNotFound, "x");
   EXPECT_EQ(error.code, HistErrorCode::kVarNotFound);
   EXPECT_EQ(HistFail(nullptr, HistErrorCode::kFieldNotFound, "x"), EINVAL);
-  EXPECT_NE(HistErrorLogEntry(0, "s", "e", "hist:keys=seq", error).find("  Command: hist:keys=seq\n           ^\n"),
-            std::string::npos);
+  EXPECT_NE(
+      HistErrorLogEntry(0, "s", "e", "hist:keys=seq", error).find("  Command: hist:keys=seq\n           ^\n"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -47,13 +47,32 @@ TEST(HistParse, InfoAsTheKernelPrintsIt) {
 
 TEST(HistParse, Errors) {
   HistSpec spec;
-  for (std::string_view bad : {"", "vals=bytes", "keys=nosuch", "keys=seq.bogus", "keys=seq:vals=name",
-                               "keys=seq:vals=seq.log2", "keys=name.hex", "keys=seq:sort=nosuch",
-                               "keys=seq:sort=seq.up", "keys=seq:size=64", "keys=seq:size=262144",
-                               "keys=seq:size=x", "keys=seq,bytes,name,common_pid", "keys=seq:vals=seq,bytes,common_pid",
-                               "keys=seq:sort=hitcount,seq,hitcount", "keys=seq:x=name", "keys=$x", "keys=seq-bytes", "keys=seq:x=seq,x=bytes", "keys=seq:clock=global",
-                               "keys=seq:x=$", "keys=seq:x=seq+", "keys=seq:x=common_timestamp.msecs",
-                               "keys=seq.buckets=0", "keys=blob", "keys=seq:vals=blob"}) {
+  for (std::string_view bad : {"",
+                               "vals=bytes",
+                               "keys=nosuch",
+                               "keys=seq.bogus",
+                               "keys=seq:vals=name",
+                               "keys=seq:vals=seq.log2",
+                               "keys=name.hex",
+                               "keys=seq:sort=nosuch",
+                               "keys=seq:sort=seq.up",
+                               "keys=seq:size=64",
+                               "keys=seq:size=262144",
+                               "keys=seq:size=x",
+                               "keys=seq,bytes,name,common_pid",
+                               "keys=seq:vals=seq,bytes,common_pid",
+                               "keys=seq:sort=hitcount,seq,hitcount",
+                               "keys=seq:x=name",
+                               "keys=$x",
+                               "keys=seq-bytes",
+                               "keys=seq:x=seq,x=bytes",
+                               "keys=seq:clock=global",
+                               "keys=seq:x=$",
+                               "keys=seq:x=seq+",
+                               "keys=seq:x=common_timestamp.msecs",
+                               "keys=seq.buckets=0",
+                               "keys=blob",
+                               "keys=seq:vals=blob"}) {
     EXPECT_EQ(ParseHist(bad, Fields(), &spec), EINVAL) << bad;
   }
 }
@@ -138,11 +157,13 @@ TEST(HistRender, FullMapDropsNewKeys) {
 TEST(HistTimestamp, NanosecondsOrRoundedMicroseconds) {
   HistSpec spec = Parsed("keys=seq:vals=common_timestamp,common_timestamp.usecs");
   EXPECT_EQ(HistInfo(spec, false),
-            "hist:keys=seq:vals=hitcount,common_timestamp,common_timestamp.usecs:sort=hitcount:size=2048:clock=mono [active]\n");
+            "hist:keys=seq:vals=hitcount,common_timestamp,common_timestamp.usecs:sort=hitcount:size=2048:"
+            "clock=mono [active]\n");
   Histogram h(std::move(spec));
   Add(h, Record(1, 5, 0, ""), "app", 2'000'499);
   Add(h, Record(1, 5, 0, ""), "app", 1'000'500);
-  EXPECT_NE(h.Render().find("{ seq:          5 } hitcount:          2  common_timestamp:    3000999  common_timestamp:       3001\n"),
+  EXPECT_NE(h.Render().find("{ seq:          5 } hitcount:          2  common_timestamp:    3000999  "
+                            "common_timestamp:       3001\n"),
             std::string::npos)
       << h.Render();
   EXPECT_EQ(HistInfo(Parsed("keys=common_timestamp.usecs"), false),
@@ -152,7 +173,8 @@ TEST(HistTimestamp, NanosecondsOrRoundedMicroseconds) {
 TEST(HistVars, DefinedPerKeyAndShownInTheInfoOnly) {
   HistSpec spec = Parsed("keys=seq:ts0=common_timestamp.usecs,b=bytes:c=bytes*2+1");
   EXPECT_EQ(HistInfo(spec, false),
-            "hist:keys=seq:vals=hitcount:ts0=common_timestamp.usecs,b=bytes,c=bytes*2+1:sort=hitcount:size=2048:clock=mono [active]\n");
+            "hist:keys=seq:vals=hitcount:ts0=common_timestamp.usecs,b=bytes,c=bytes*2+1:sort=hitcount:size="
+            "2048:clock=mono [active]\n");
   ASSERT_EQ(spec.vars.size(), 3u);
   Histogram h(std::move(spec));
   EXPECT_EQ(h.FindVar("b"), 1u);
@@ -170,7 +192,8 @@ TEST(HistVars, ReferenceReadsTheSameKeyOnceAndSkipsUnsetKeys) {
   EXPECT_FALSE(end_spec.refs[0].own);
   EXPECT_EQ(end_spec.refs[1].own, 0u);  // $lat: our own
   EXPECT_EQ(HistInfo(end_spec, false),
-            "hist:keys=seq:vals=hitcount,$lat:lat=common_timestamp.usecs-$ts0:sort=hitcount:size=2048:clock=mono [active]\n");
+            "hist:keys=seq:vals=hitcount,$lat:lat=common_timestamp.usecs-$ts0:sort=hitcount:size=2048:clock="
+            "mono [active]\n");
   Histogram end(std::move(end_spec));
   end.BindRef(0, start, 0);
   EXPECT_TRUE(start->referenced());
@@ -181,9 +204,10 @@ TEST(HistVars, ReferenceReadsTheSameKeyOnceAndSkipsUnsetKeys) {
   Add(end, Record(1, 7, 0, ""), "app", 14'000);  // no ts0 at seq 7: skipped
   Add(*start, Record(1, 5, 0, ""), "app", 30'000);
   Add(end, Record(1, 5, 0, ""), "app", 38'000);  // 8 us
-  EXPECT_NE(end.Render().find("{ seq:          5 } hitcount:          2  lat:         11\n\nTotals:\n    Hits: 2\n"
-                              "    Entries: 1\n"),
-            std::string::npos)
+  EXPECT_NE(
+      end.Render().find("{ seq:          5 } hitcount:          2  lat:         11\n\nTotals:\n    Hits: 2\n"
+                        "    Entries: 1\n"),
+      std::string::npos)
       << end.Render();
   end.Unbind();
   EXPECT_FALSE(start->referenced());
@@ -195,7 +219,9 @@ TEST(HistVars, ExpressionsAndDivisionByZero) {
   Add(h, Record(1, 0, 10, ""));
   std::string out = h.Render();
   EXPECT_NE(out.find("{ seq:          4 } hitcount:          1  q:          2\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("{ seq:          0 } hitcount:          1  q: 18446744073709551615\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("{ seq:          0 } hitcount:          1  q: 18446744073709551615\n"),
+            std::string::npos)
+      << out;
 }
 
 // name=: another event counts into the same table, reading its own fields' places.
@@ -219,10 +245,12 @@ TEST(HistNamed, SharedTableReadsEachEventsOwnFields) {
   std::memcpy(other.data() + 16, &bytes, 8);
   h.Add({{other, 1, "b"}, 0}, nullptr, &second);
   std::string out = h.Render(&second);
-  EXPECT_NE(out.find("# trigger info: hist:name=shared:keys=seq:vals=hitcount,bytes:sort=hitcount:size=2048 if seq > 1 [active]\n"),
+  EXPECT_NE(out.find("# trigger info: hist:name=shared:keys=seq:vals=hitcount,bytes:sort=hitcount:size=2048 "
+                     "if seq > 1 [active]\n"),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find("{ seq:          3 } hitcount:          2  bytes:         15\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("{ seq:          3 } hitcount:          2  bytes:         15\n"), std::string::npos)
+      << out;
 }
 
 struct RecordingSink : HistSink {
@@ -235,7 +263,8 @@ struct RecordingSink : HistSink {
 };
 
 TEST(HistActions, OnmatchTraceGivesTheParameters) {
-  HistSpec spec = Parsed("keys=seq:lat=common_timestamp-$ts0:onmatch(user_events.start).trace(latency,$lat,seq)");
+  HistSpec spec =
+      Parsed("keys=seq:lat=common_timestamp-$ts0:onmatch(user_events.start).trace(latency,$lat,seq)");
   EXPECT_EQ(HistInfo(spec, false),
             "hist:keys=seq:vals=hitcount:lat=common_timestamp-$ts0:sort=hitcount:size=2048:clock=mono"
             ":onmatch(user_events.start).trace(latency,$lat,seq) [active]\n");
@@ -260,10 +289,11 @@ TEST(HistActions, OnmatchTraceGivesTheParameters) {
 
 TEST(HistActions, Errors) {
   HistSpec spec;
-  for (std::string_view bad : {"keys=seq:onmatch(ab).trace(x,seq)", "keys=seq:onmatch(a.b).save(seq)",
-                               "keys=seq:onmax(seq).save(seq)", "keys=seq:onmax($x).save()", "keys=seq:onmax($x).save",
-                               "keys=seq:onmatch(a.b).trace()", "keys=seq:onmatch(a.b).trace(x,name)",
-                               "keys=seq:onmax($x).snapshot(seq)", "keys=seq:onwhat($x).snapshot()"}) {
+  for (std::string_view bad :
+       {"keys=seq:onmatch(ab).trace(x,seq)", "keys=seq:onmatch(a.b).save(seq)",
+        "keys=seq:onmax(seq).save(seq)", "keys=seq:onmax($x).save()", "keys=seq:onmax($x).save",
+        "keys=seq:onmatch(a.b).trace()", "keys=seq:onmatch(a.b).trace(x,name)",
+        "keys=seq:onmax($x).snapshot(seq)", "keys=seq:onwhat($x).snapshot()"}) {
     EXPECT_EQ(ParseHist(bad, Fields(), &spec), EINVAL) << bad;
   }
 }
@@ -292,12 +322,14 @@ TEST(HistActions, SnapshotFollowsTheHistogramWideMax) {
   h.Add({{Record(1, 2, 12, ""), 0, "a"}, 0}, &sink);
   EXPECT_EQ(sink.snapshots, 2);
   std::string out = h.Render();
-  EXPECT_NE(out.find("{ seq:          2 } hitcount:          2\n"
-                     "\n"
-                     "Snapshot taken (see tracing/snapshot).  Details:\n"
-                     "\ttriggering value { onmax($b) }:         12\ttriggered by event with key: { seq:          2 }\n"
-                     "\nTotals:\n"),
-            std::string::npos)
+  EXPECT_NE(
+      out.find(
+          "{ seq:          2 } hitcount:          2\n"
+          "\n"
+          "Snapshot taken (see tracing/snapshot).  Details:\n"
+          "\ttriggering value { onmax($b) }:         12\ttriggered by event with key: { seq:          2 }\n"
+          "\nTotals:\n"),
+      std::string::npos)
       << out;
 }
 

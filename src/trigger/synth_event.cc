@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 namespace udiag::trigger {
@@ -17,10 +17,15 @@ struct SynthType {
 
 // The kernel's synth_field_size() and synth_field_fmt() for numbers.
 constexpr SynthType kTypes[] = {
-    {"s64", 8, "%lld"}, {"u64", 8, "%llu"}, {"s32", 4, "%d"}, {"u32", 4, "%u"}, {"s16", 2, "%d"},
-    {"u16", 2, "%u"},   {"s8", 1, "%d"},    {"u8", 1, "%u"},  {"char", 1, "%d"}, {"unsigned char", 1, "%u"},
-    {"int", 4, "%d"},   {"unsigned int", 4, "%u"}, {"short", 2, "%d"}, {"unsigned short", 2, "%u"},
-    {"long", 8, "%ld"}, {"unsigned long", 8, "%lu"}, {"bool", 1, "%d"}, {"pid_t", 4, "%d"},
+    {"s64", 8, "%lld"}, {"u64", 8, "%llu"},
+    {"s32", 4, "%d"},   {"u32", 4, "%u"},
+    {"s16", 2, "%d"},   {"u16", 2, "%u"},
+    {"s8", 1, "%d"},    {"u8", 1, "%u"},
+    {"char", 1, "%d"},  {"unsigned char", 1, "%u"},
+    {"int", 4, "%d"},   {"unsigned int", 4, "%u"},
+    {"short", 2, "%d"}, {"unsigned short", 2, "%u"},
+    {"long", 8, "%ld"}, {"unsigned long", 8, "%lu"},
+    {"bool", 1, "%d"},  {"pid_t", 4, "%d"},
 };
 constexpr size_t kMaxFields = 64;  // SYNTH_FIELDS_MAX
 
@@ -67,8 +72,8 @@ int ParseSynthEvent(std::string_view text, schema::EventDescription* out) {
       if (f.name == name) return EINVAL;
     }
     // synth_field_signed(): unsigned when the type starts with 'u'.
-    out->fields.push_back({std::string(type->name), std::string(name), schema::FieldKind::kInteger, offset, type->size,
-                           !type->name.starts_with('u'), false});
+    out->fields.push_back({std::string(type->name), std::string(name), schema::FieldKind::kInteger, offset,
+                           type->size, !type->name.starts_with('u'), false});
     offset += sizeof(uint64_t);  // every field has a u64 slot
   }
   if (out->fields.empty()) return EINVAL;

@@ -23,8 +23,8 @@ TEST(SynthEvent, ParsesTheKernelsDefinitionAndListsIt) {
 
 TEST(SynthEvent, Errors) {
   schema::EventDescription e;
-  for (std::string_view bad : {"", "name", "1x u64 a", "x u65 a", "x u64", "x u64 a; u32 a", "x char[16] s",
-                               "x u64 a-b"}) {
+  for (std::string_view bad :
+       {"", "name", "1x u64 a", "x u65 a", "x u64", "x u64 a; u32 a", "x char[16] s", "x u64 a-b"}) {
     EXPECT_EQ(ParseSynthEvent(bad, &e), EINVAL) << bad;
   }
 }

@@ -43,9 +43,10 @@ TEST_F(InterEventHistTest, VariableReferenceMeasuresLatencyPerKey) {
   ASSERT_EQ(Write("events/user_events/wakeup_start/trigger", "hist:keys=seq:ts0=common_timestamp.usecs"), 0);
   const std::string end_hist = "hist:keys=seq:lat=common_timestamp.usecs-$ts0:vals=$lat";
   ASSERT_EQ(Write("events/user_events/wakeup_end/trigger", end_hist), 0);
-  EXPECT_EQ(Read("events/user_events/wakeup_end/trigger"),
-            "hist:keys=seq:vals=hitcount,$lat:lat=common_timestamp.usecs-$ts0:sort=hitcount:size=2048:clock=mono "
-            "[active]\n");
+  EXPECT_EQ(
+      Read("events/user_events/wakeup_end/trigger"),
+      "hist:keys=seq:vals=hitcount,$lat:lat=common_timestamp.usecs-$ts0:sort=hitcount:size=2048:clock=mono "
+      "[active]\n");
   // Variables are not shown: the start histogram counts, nothing more.
   Produce("wakeup_start", 10);
   EXPECT_NE(Read("events/user_events/wakeup_start/hist").find("{ seq:          9 } hitcount:          1\n"),
@@ -62,7 +63,8 @@ TEST_F(InterEventHistTest, VariableReferenceMeasuresLatencyPerKey) {
   EXPECT_NE(Read("events/user_events/wakeup_end/hist").find("Totals:\n    Hits: 10\n    Entries: 10\n"),
             std::string::npos);
   // The start histogram is read by the end one: it cannot go first.
-  EXPECT_EQ(Write("events/user_events/wakeup_start/trigger", "!hist:keys=seq:ts0=common_timestamp.usecs"), EBUSY);
+  EXPECT_EQ(Write("events/user_events/wakeup_start/trigger", "!hist:keys=seq:ts0=common_timestamp.usecs"),
+            EBUSY);
   EXPECT_EQ(Write("events/user_events/wakeup_end/trigger", "!" + end_hist), 0);
   EXPECT_EQ(Write("events/user_events/wakeup_start/trigger", "!hist:keys=seq:ts0=common_timestamp.usecs"), 0);
 }
@@ -107,7 +109,8 @@ TEST_F(InterEventHistTest, OnmaxSavesTheLargestLatencyPerKey) {
   Produce("wakeup_start", 3);
   Produce("wakeup_end", 3);
   const std::string hist = Read("events/user_events/wakeup_end/hist");
-  static const std::regex kEntry(R"(\{ seq: +(\d+) \} hitcount: +1\n\tmax: +(\d+)  seq: +(\d+)  common_pid: +(\d+)\n)");
+  static const std::regex kEntry(
+      R"(\{ seq: +(\d+) \} hitcount: +1\n\tmax: +(\d+)  seq: +(\d+)  common_pid: +(\d+)\n)");
   int entries = 0;
   for (std::sregex_iterator it(hist.begin(), hist.end(), kEntry), end; it != end; ++it, ++entries) {
     EXPECT_EQ((*it)[1], (*it)[3]);  // saved from the event that made the max
@@ -119,33 +122,41 @@ TEST_F(InterEventHistTest, OnmaxSavesTheLargestLatencyPerKey) {
 // name=: both events count into one table, which each event's hist file shows.
 TEST_F(InterEventHistTest, NamedHistogramIsSharedByTwoEvents) {
   ASSERT_EQ(Write("events/user_events/wakeup_start/trigger", "hist:name=both:keys=seq.buckets=10"), 0);
-  ASSERT_EQ(Write("events/user_events/wakeup_end/trigger", "hist:name=both:keys=seq.buckets=10 if seq < 10"), 0);
+  ASSERT_EQ(Write("events/user_events/wakeup_end/trigger", "hist:name=both:keys=seq.buckets=10 if seq < 10"),
+            0);
   Produce("wakeup_start", 20);
   Produce("wakeup_end", 20);
-  const std::string table = "{ seq: ~ 10-19 } hitcount:         10\n{ seq: ~ 0-9 } hitcount:         20\n\n"
-                            "Totals:\n    Hits: 30\n    Entries: 2\n    Dropped: 0\n";
+  const std::string table =
+      "{ seq: ~ 10-19 } hitcount:         10\n{ seq: ~ 0-9 } hitcount:         20\n\n"
+      "Totals:\n    Hits: 30\n    Entries: 2\n    Dropped: 0\n";
   EXPECT_EQ(Read("events/user_events/wakeup_start/hist"),
             "# event histogram\n#\n"
-            "# trigger info: hist:name=both:keys=seq.buckets=10:vals=hitcount:sort=hitcount:size=2048 [active]\n#\n\n" +
-                table);
-  EXPECT_EQ(Read("events/user_events/wakeup_end/hist"),
-            "# event histogram\n#\n"
-            "# trigger info: hist:name=both:keys=seq.buckets=10:vals=hitcount:sort=hitcount:size=2048 if seq < 10 "
+            "# trigger info: hist:name=both:keys=seq.buckets=10:vals=hitcount:sort=hitcount:size=2048 "
             "[active]\n#\n\n" +
                 table);
+  EXPECT_EQ(
+      Read("events/user_events/wakeup_end/hist"),
+      "# event histogram\n#\n"
+      "# trigger info: hist:name=both:keys=seq.buckets=10:vals=hitcount:sort=hitcount:size=2048 if seq < 10 "
+      "[active]\n#\n\n" +
+          table);
 }
 
 // A hist command that fails tells why in error_log, as the kernel's hist_err().
 TEST_F(InterEventHistTest, ErrorsGoToErrorLogWithACaret) {
   const std::string command = "hist:keys=seq:lat=common_timestamp.usecs-$nosuch";
   EXPECT_EQ(Write("events/user_events/wakeup_end/trigger", command), EINVAL);
-  EXPECT_EQ(Write("events/user_events/wakeup_end/trigger", "hist:keys=seq:onmatch(user_events.wakeup_start).trace(nosynth,seq)"),
+  EXPECT_EQ(Write("events/user_events/wakeup_end/trigger",
+                  "hist:keys=seq:onmatch(user_events.wakeup_start).trace(nosynth,seq)"),
             EINVAL);
   const std::string log = Read("error_log");
-  const std::string first = "] hist:user_events:wakeup_end: error: Couldn't find variable\n  Command: " + command + "\n" +
-                            std::string(11 + command.find("$nosuch"), ' ') + "^\n";
+  const std::string first =
+      "] hist:user_events:wakeup_end: error: Couldn't find variable\n  Command: " + command + "\n" +
+      std::string(11 + command.find("$nosuch"), ' ') + "^\n";
   EXPECT_NE(log.find(first), std::string::npos) << log;
-  EXPECT_NE(log.find("] hist:user_events:wakeup_end: error: Couldn't find synthetic event\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("] hist:user_events:wakeup_end: error: Couldn't find synthetic event\n"),
+            std::string::npos)
+      << log;
 }
 
 }  // namespace
