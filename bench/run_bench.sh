@@ -385,15 +385,18 @@ for probes in (0, 1):
     v, _ = mmio(f"BM_UnprobedLoad/probes:{probes}")
     print(f"| unprobed load, {probes} probe(s) in the process | {f'{v:.3f} ns' if v else 'not run'} | | |")
 
-# Issue 14: event filters, per record in the daemon (producers never see them).
+# Issue 14: event filters and hist triggers, per record in the daemon (producers never see them).
 fb = load("filter.json")
-print("\n| event filters (issue 14), daemon side | ns/record (median) |")
+print("\n| event filters and hist triggers (issue 14), daemon side | ns/record (median) |")
 print("|---|---|")
 for name, label in (("BM_DeliverOneInstance/0", "deliver into one instance, no filter"),
                     ("BM_DeliverOneInstance/1", "deliver, `status >= 500 && path ~ \"/api/*\"` passes"),
                     ("BM_DeliverOneInstance/2", "deliver, the same filter drops the record"),
                     ("BM_FilterMatches/0", "Filter::Matches, one integer predicate"),
-                    ("BM_FilterMatches/1", "Filter::Matches, integer && glob")):
+                    ("BM_FilterMatches/1", "Filter::Matches, integer && glob"),
+                    ("BM_DeliverHist/0", "deliver to a `hist:keys=status` trigger (event soft-enabled)"),
+                    ("BM_DeliverHist/1", "deliver to `hist:keys=path:vals=status` (a string key)"),
+                    ("BM_DeliverHist/2", "deliver to `hist:keys=status:ts0=common_timestamp.usecs` (a variable)")):
     v, err = median(fb, name)
     print(f"| {label} | {err if v is None else f'{v:.1f}'} |")
 PY

@@ -45,13 +45,18 @@ std::string ErrorFileText(std::string_view text, const ParseError& error) {
   return fmt::format("{}\n{}^\nparse_error: {}\n", text, std::string(pos, ' '), ErrorText(error.code));
 }
 
+std::string TracingLogEntry(uint64_t timestamp_ns, std::string_view location, std::string_view message,
+                            std::string_view command, size_t pos) {
+  return fmt::format("[{:5}.{:06}] {}: error: {}\n{}{}\n{}^\n", timestamp_ns / 1'000'000'000,
+                     timestamp_ns % 1'000'000'000 / 1000, location, message, kCommandPrefix, command,
+                     std::string(kCommandPrefix.size() + pos, ' '));
+}
+
 std::string ErrorLogEntry(uint64_t timestamp_ns, std::string_view text, const ParseError& error) {
   // Without a message the kernel logs "Error" at the start of the command.
   ErrorCode code = error.code == ErrorCode::kNone ? ErrorCode::kErrno : error.code;
   uint32_t pos = error.code == ErrorCode::kNone ? 0 : error.pos;
-  return fmt::format("[{:5}.{:06}] event filter parse error: error: {}\n{}{}\n{}^\n", timestamp_ns / 1'000'000'000,
-                     timestamp_ns % 1'000'000'000 / 1000, ErrorText(code), kCommandPrefix, text,
-                     std::string(kCommandPrefix.size() + pos, ' '));
+  return TracingLogEntry(timestamp_ns, "event filter parse error", ErrorText(code), text, pos);
 }
 
 }  // namespace udiag::filter

@@ -27,6 +27,12 @@ struct ParseError {
 // final newline the read adds: "text\n<caret>\nparse_error: <msg>\n".
 std::string ErrorFileText(std::string_view text, const ParseError& error);
 
+// One `error_log` entry as the kernel's tracing_log_err() lays it out:
+// "[  sec.usec] <location>: error: <message>\n  Command: <command>\n", then a
+// caret under character `pos` of the command.
+std::string TracingLogEntry(uint64_t timestamp_ns, std::string_view location, std::string_view message,
+                            std::string_view command, size_t pos);
+
 // One `error_log` entry: "[  sec.usec] event filter parse error: error: <msg>\n
 //   Command: <text>\n<caret>\n". `timestamp_ns` is the entry's time.
 std::string ErrorLogEntry(uint64_t timestamp_ns, std::string_view text, const ParseError& error);

@@ -38,7 +38,7 @@ using namespace std::chrono_literals;
 const std::set<std::string_view> kWritable = {
     "enable",     "dynamic_events", "set_event",       "trace",       "tracing_on",          "buffer_size_kb",
     "user_events_max", "trace_clock", "overwrite",     "snapshot",    "user_events_data",    "usdt_probe",
-    "filter",     "error_log",      "blocking_timeout_ms", "trigger"};
+    "filter",     "error_log",      "blocking_timeout_ms", "trigger", "synthetic_events"};
 
 std::string_view BaseName(std::string_view path) { return path.substr(path.find_last_of('/') + 1); }
 
@@ -107,7 +107,7 @@ struct OpenFile {
   std::string path;
   std::string snapshot;                // the content at open, for reads
   bool truncate_pending = false;       // the next write truncates (opened without O_APPEND)
-  bool truncate_at_close = false;      // O_TRUNC on dynamic_events or trace with no write yet
+  bool truncate_at_close = false;      // O_TRUNC on dynamic_events, synthetic_events or trace with no write yet
   std::unique_ptr<PipeReader> pipe;
 };
 
@@ -304,7 +304,8 @@ int OpOpen(const char* path, fuse_file_info* fi) {
     }
     if (writing) {
       file->truncate_pending = !(fi->flags & O_APPEND);
-      file->truncate_at_close = (fi->flags & O_TRUNC) && (name == "dynamic_events" || name == "trace");
+      file->truncate_at_close =
+          (fi->flags & O_TRUNC) && (name == "dynamic_events" || name == "synthetic_events" || name == "trace");
     }
   }
   fi->fh = reinterpret_cast<uint64_t>(file.release());

@@ -60,8 +60,10 @@ std::string DynamicEventsLine(const EventDescription& event);
 // §13.3: the print fmt value, e.g. "\"count=%u\", REC->count".
 std::string PrintFmt(const std::vector<Field>& fields);
 
-// §13.2: the whole `format` file for tracepoint `tp_name` with type `id`.
-std::string FormatFile(std::string_view tp_name, uint32_t id, const std::vector<Field>& fields);
+// §13.2: the whole `format` file for tracepoint `tp_name` with type `id`;
+// `print_fmt` replaces PrintFmt(fields) when given (synthetic events).
+std::string FormatFile(std::string_view tp_name, uint32_t id, const std::vector<Field>& fields,
+                       std::string_view print_fmt = {});
 
 // §13.4: the text after "<tp_name>: " in a trace line, e.g.
 // "count=0x5 (5) msg=hello", or "No fields found" (then without the space,

@@ -79,13 +79,15 @@ std::string PrintFmt(const std::vector<Field>& fields) {
   return text;
 }
 
-std::string FormatFile(std::string_view tp_name, uint32_t id, const std::vector<Field>& fields) {
+std::string FormatFile(std::string_view tp_name, uint32_t id, const std::vector<Field>& fields,
+                       std::string_view print_fmt) {
   std::string text = fmt::format("name: {}\nID: {}\nformat:\n{}\n", tp_name, id, kCommonFieldLines);
   for (const Field& field : fields) {
     fmt::format_to(std::back_inserter(text), "\tfield:{};\toffset:{};\tsize:{};\tsigned:{};\n",
                    Declaration(field), field.offset, field.size, field.is_signed ? 1 : 0);
   }
-  fmt::format_to(std::back_inserter(text), "\nprint fmt: {}\n", PrintFmt(fields));
+  fmt::format_to(std::back_inserter(text), "\nprint fmt: {}\n",
+                 print_fmt.empty() ? PrintFmt(fields) : print_fmt);
   return text;
 }
 

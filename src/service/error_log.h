@@ -1,5 +1,5 @@
 // ftrace's `error_log`: the last few command errors of an instance, with the
-// command and a caret (filters now; triggers and histograms later).
+// command and a caret (filters and hist triggers).
 #pragma once
 
 #include <deque>

@@ -45,7 +45,7 @@ base::ErrorOr<Event*> EventRegistry::FindOrCreate(std::string_view command, bool
 
   // Existing events are matched on the raw field text before it is parsed,
   // so a conflicting name wins over a syntax error, as in the kernel.
-  for (Event* e : Events()) {
+  for (Event* e : UserEvents()) {
     if (e->multi_format != multi_format || e->reg_name() != name) continue;
     if (schema::FieldsMatch(e->desc.fields, args)) {
       Get(e);
@@ -59,8 +59,27 @@ base::ErrorOr<Event*> EventRegistry::FindOrCreate(std::string_view command, bool
   return Create(std::move(desc), multi_format, persist);
 }
 
-base::ErrorOr<Event*> EventRegistry::Create(schema::EventDescription desc, bool multi_format,
-                                            bool persist) {
+base::ErrorOr<Event*> EventRegistry::CreateSynthetic(schema::EventDescription desc) {
+  for (const Event* e : Events()) {
+    if (e->synthetic && e->reg_name() == desc.name) return base::Errno{EEXIST};
+  }
+  auto e = Create(std::move(desc), false, true, true);
+  if (e.ok()) Put(*e);  // keep only the self reference, as dynamic_events does
+  return e;
+}
+
+int EventRegistry::DeleteSynthetic(std::string_view name) {
+  for (Event* e : Events()) {
+    if (!e->synthetic || e->reg_name() != name) continue;
+    if (!IsLastReference(*e)) return EBUSY;
+    Destroy(e);
+    return 0;
+  }
+  return ENOENT;
+}
+
+base::ErrorOr<Event*> EventRegistry::Create(schema::EventDescription desc, bool multi_format, bool persist,
+                                            bool synthetic) {
   if (events_.size() >= max_events_ || !observer_->MayCreateEvent()) return base::Errno{EMFILE};
   // Ids go round-robin so that a freed id is reused as late as possible:
   // records of a deleted event may still sit in a buffer under its id.
@@ -78,6 +97,7 @@ base::ErrorOr<Event*> EventRegistry::Create(schema::EventDescription desc, bool 
   e->multi_format = multi_format;
   e->tp_name = multi_format ? fmt::format("{}.{:x}", desc.name, next_multi_id_++) : desc.name;
   e->persistent = persist;
+  e->synthetic = synthetic;
   e->locs = LocChecksOf(desc);
   e->desc = std::move(desc);
   e->refs = persist ? 2 : 1;
@@ -115,7 +135,7 @@ void EventRegistry::Destroy(Event* event) {
 
 int EventRegistry::DeleteByName(std::string_view name, bool privileged) {
   bool found = false;
-  for (Event* e : Events()) {
+  for (Event* e : UserEvents()) {
     if (e->reg_name() != name) continue;
     found = true;
     if (!IsLastReference(*e)) return EBUSY;
@@ -130,7 +150,7 @@ int EventRegistry::DeleteMatching(std::string_view system, std::string_view name
   // Either system name matches both kinds of event (kernel quirk).
   if (!system.empty() && system != "user_events" && system != "user_events_multi") return ENOENT;
   bool found = false;
-  for (Event* e : Events()) {
+  for (Event* e : UserEvents()) {
     if (e->reg_name() != name || !schema::FieldsMatch(e->desc.fields, args)) continue;
     found = true;
     if (!IsLastReference(*e)) return EBUSY;
@@ -141,7 +161,7 @@ int EventRegistry::DeleteMatching(std::string_view system, std::string_view name
 }
 
 int EventRegistry::DeleteAll(bool privileged) {
-  std::vector<Event*> all = Events();
+  std::vector<Event*> all = UserEvents();
   for (Event* e : all) {
     if (!IsLastReference(*e)) return EBUSY;
     if (e->persistent && !privileged) return EPERM;
@@ -181,6 +201,12 @@ std::vector<Event*> EventRegistry::Events() const {
   for (const auto& [_, e] : events_) out.push_back(e.get());
   std::sort(out.begin(), out.end(),
             [](const Event* a, const Event* b) { return a->created_seq < b->created_seq; });
+  return out;
+}
+
+std::vector<Event*> EventRegistry::UserEvents() const {
+  std::vector<Event*> out = Events();
+  std::erase_if(out, [](const Event* e) { return e->synthetic; });
   return out;
 }
 

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,10 +29,11 @@ class EventTriggers {
   // A write to events/<system>/<event>/trigger of `instance`: one command,
   // or "!command" to remove one. Returns 0, EINVAL (bad command, filter or
   // target event), EEXIST (that kind of trigger, or that histogram, is there
-  // already) or ENOENT (hist :cont or :clear of no such histogram).
+  // already), ENOENT (hist :cont or :clear of no such histogram) or EBUSY
+  // (removing a histogram whose variables another one reads).
   // Removing a trigger that is not there succeeds, as in the kernel. A
-  // truncating write (`append` false) first removes the event's histograms,
-  // as opening the kernel's file with O_TRUNC does.
+  // truncating write (`append` false) first removes the event's histograms
+  // (but those another one reads), as opening the kernel's file with O_TRUNC does.
   int Write(InstanceSet& set, Instance& instance, Event& event, std::string_view text, bool append,
             EventRegistry& registry);
   // What the file reads: the triggers, newest first, then the histograms in
@@ -46,8 +49,9 @@ class EventTriggers {
     return slot < slots_.size() && (!slots_[slot].triggers.empty() || !slots_[slot].hists.empty());
   }
   // Runs the event's triggers for one record (Has() first: this is the slow path).
-  void Fire(Instance& instance, const Event& event, const EntryMeta& meta, std::span<const uint8_t> record,
-            const CommLookup& comm);
+  // Synthetic events that hist actions generate are delivered through `set`.
+  void Fire(InstanceSet& set, Instance& instance, const Event& event, const EntryMeta& meta,
+            std::span<const uint8_t> record, const CommLookup& comm);
 
  private:
   struct Trigger {
@@ -57,18 +61,39 @@ class EventTriggers {
     Event* target = nullptr;  // trigger::TargetsEvent() commands
   };
   struct HistTrigger {
-    trigger::Histogram hist;
+    std::shared_ptr<trigger::Histogram> hist;  // shared with the histograms reading its variables
     filter::Filter filter;
+    std::vector<Event*> synth;  // per action: the synthetic event a trace() generates (a reference held)
+    // name= sharing the histogram another event made: this event's own spec (its fields' places, its filter).
+    std::optional<trigger::HistSpec> own;
+    const trigger::HistSpec& spec() const { return own ? *own : hist->spec(); }
+    const trigger::HistSpec* as() const { return own ? &*own : nullptr; }
   };
+  // The histogram an earlier hist trigger of this instance made with name=`name`, or null.
+  std::shared_ptr<trigger::Histogram> Named(std::string_view name) const;
+  class ActionSink;
   struct Slot {
     std::vector<Trigger> triggers;  // newest first
     std::vector<HistTrigger> hists;  // oldest first
   };
+  // A hist command: its errors go to the instance's error_log, as the kernel's hist_err().
   int WriteHist(InstanceSet& set, Instance& instance, Event& event, const trigger::Spec& spec, Slot& slot);
+  int AddOrChangeHist(InstanceSet& set, Instance& instance, Event& event, const trigger::Spec& spec,
+                      Slot& slot, trigger::HistError* error);
+  // Binds each `$name` of `hist` to the one histogram of this instance defining it
+  // (on an onmatch() event first): EINVAL when none does, or more than one.
+  int BindVars(trigger::Histogram& hist, const std::shared_ptr<trigger::Histogram>& self,
+               const std::vector<uint32_t>& preferred, trigger::HistError* error) const;
+  // Looks up the events the actions of `h` name, holding the synthetic ones: EINVAL
+  // for an unknown event or a trace() whose parameters do not match its fields.
+  int BindActions(EventRegistry& registry, HistTrigger& h, std::vector<uint32_t>* matched,
+                  trigger::HistError* error) const;
+  void ReleaseHist(InstanceSet& set, Instance& instance, Event& event, HistTrigger& h);
   // Whether `t` acts on this record given the instance's state now.
   bool Act(Instance& instance, Trigger& t);
   void Release(InstanceSet& set, Instance& instance, Event& event, const Trigger& t);
-  void RemoveHists(InstanceSet& set, Instance& instance, Event& event, Slot& slot);
+  // `keep_referenced`: but those whose variables another histogram reads.
+  void RemoveHists(InstanceSet& set, Instance& instance, Event& event, Slot& slot, bool keep_referenced);
   std::vector<Slot> slots_;  // by event id - kFirstId
 };
 

@@ -33,11 +33,11 @@ class EventTriggersTest : public ::testing::Test {
     return r.ok() ? *r : "";
   }
   int Write(std::string_view path, std::string_view text) { return tree_.Write(path, text, true, kRoot); }
-  void Emit(Event* e, uint32_t seq) {
+  void Emit(Event* e, uint32_t seq, uint64_t timestamp_ns = 1000) {
     uint16_t type = e->id;
     std::vector<uint8_t> record = {uint8_t(type), uint8_t(type >> 8), 0, 0, 7, 0, 0, 0,
                                    uint8_t(seq),  uint8_t(seq >> 8),  0, 0};
-    instances_.Deliver(*e, {1000, 7, 7, 0}, record);
+    instances_.Deliver(*e, {timestamp_ns, 7, 7, 0}, record);
   }
 
   StatusPage page_;
@@ -210,6 +210,117 @@ TEST_F(EventTriggersTest, EnableHistAndDisableHistPauseTheTargetsHistograms) {
   EXPECT_EQ(Read("events/user_events/bar/hist").find("seq:          5"), std::string::npos);
   EXPECT_EQ(Read(kFooTrigger),
             "disable_event:user_events:bar:unlimited\nenable_hist:user_events:bar:count=0 if seq == 1\n");
+}
+
+// A `$var` reads the variable of the one histogram of the instance defining
+// it, at the same key; that histogram cannot go while it is read.
+TEST_F(EventTriggersTest, HistVariablesAcrossEvents) {
+  constexpr const char* kBarTrigger = "events/user_events/bar/trigger";
+  EXPECT_EQ(Write(kBarTrigger, "hist:keys=seq:lat=common_timestamp.usecs-$ts0:vals=$lat"),
+            EINVAL);  // no ts0 yet
+  EXPECT_NE(Read("error_log")
+                .find("] hist:user_events:bar: error: Couldn't find variable\n"
+                      "  Command: hist:keys=seq:lat=common_timestamp.usecs-$ts0:vals=$lat\n"
+                      "                                                    ^\n"),
+            std::string::npos)
+      << Read("error_log");
+  ASSERT_EQ(Write(kFooTrigger, "hist:keys=seq:ts0=common_timestamp.usecs"), 0);
+  ASSERT_EQ(Write(kBarTrigger, "hist:keys=seq:lat=common_timestamp.usecs-$ts0:vals=$lat"), 0);
+  Emit(foo_, 1, 5'000);
+  Emit(bar_, 1, 12'000);
+  Emit(bar_, 2, 12'000);  // no ts0 at seq 2: not counted
+  EXPECT_NE(
+      Read("events/user_events/bar/hist").find("{ seq:          1 } hitcount:          1  lat:          7\n"),
+      std::string::npos)
+      << Read("events/user_events/bar/hist");
+  EXPECT_EQ(Write(kFooTrigger, "!hist:keys=seq:ts0=common_timestamp.usecs"), EBUSY);
+  ASSERT_EQ(tree_.Write(kFooTrigger, "", false, kRoot), 0);  // a truncating write keeps it too
+  EXPECT_EQ(
+      Read(kFooTrigger),
+      "hist:keys=seq:vals=hitcount:ts0=common_timestamp.usecs:sort=hitcount:size=2048:clock=mono [active]\n");
+  ASSERT_EQ(Write(kBarTrigger, "!hist:keys=seq:lat=common_timestamp.usecs-$ts0:vals=$lat"), 0);
+  EXPECT_EQ(Write(kFooTrigger, "!hist:keys=seq:ts0=common_timestamp.usecs"), 0);
+  // Two histograms defining the name: the reference is ambiguous.
+  ASSERT_EQ(Write(kFooTrigger, "hist:keys=seq:x=seq"), 0);
+  ASSERT_EQ(Write(kBarTrigger, "hist:keys=seq:x=seq"), 0);
+  EXPECT_EQ(Write(kBarTrigger, "hist:keys=seq:vals=$x"), EINVAL);
+}
+
+// name=: two events count into one table; each hist file shows it.
+TEST_F(EventTriggersTest, NamedHistogramIsSharedBetweenEvents) {
+  ASSERT_EQ(Write(kFooTrigger, "hist:name=both:keys=seq"), 0);
+  EXPECT_EQ(Write("events/user_events/bar/trigger", "hist:name=both:keys=seq:vals=seq"), EINVAL);
+  EXPECT_NE(Read("error_log")
+                .find("error: Named hist trigger doesn't match existing named trigger (includes variables)\n"
+                      "  Command: hist:name=both:keys=seq:vals=seq\n"
+                      "                     ^\n"),
+            std::string::npos)
+      << Read("error_log");
+  ASSERT_EQ(Write("events/user_events/bar/trigger", "hist:name=both:keys=seq if seq < 5"), 0);
+  Emit(foo_, 1);
+  Emit(bar_, 1);
+  Emit(bar_, 9);  // filtered out by bar's own filter
+  const std::string table = "{ seq:          1 } hitcount:          2\n\nTotals:\n    Hits: 2\n";
+  EXPECT_NE(Read("events/user_events/foo/hist").find(table), std::string::npos)
+      << Read("events/user_events/foo/hist");
+  const std::string bar = Read("events/user_events/bar/hist");
+  EXPECT_NE(bar.find("hist:name=both:keys=seq:vals=hitcount:sort=hitcount:size=2048 if seq < 5 [active]\n"),
+            std::string::npos)
+      << bar;
+  EXPECT_NE(bar.find(table), std::string::npos) << bar;
+  ASSERT_EQ(Write(kFooTrigger, "!hist:name=both:keys=seq"), 0);
+  Emit(bar_, 2);  // the table lives on with bar
+  EXPECT_NE(Read("events/user_events/bar/hist").find("    Hits: 3\n"), std::string::npos);
+}
+
+// The kernel's latency example: onmatch() generates a synthetic event, whose
+// own histogram counts it and whose records fill the buffer when enabled.
+TEST_F(EventTriggersTest, OnmatchGeneratesSyntheticEvents) {
+  ASSERT_EQ(Write("synthetic_events", "latency u64 lat; pid_t pid"), 0);
+  EXPECT_EQ(Read("synthetic_events"), "latency\tu64 lat; pid_t pid\n");
+  EXPECT_EQ(Read("available_events"), "user_events:foo\nuser_events:bar\nsynthetic:latency\n");
+  EXPECT_EQ(Read("user_events_status"), "foo\nbar\n\nActive: 2\nBusy: 0\n");
+  EXPECT_NE(Read("events/synthetic/latency/format")
+                .find("\tfield:pid_t pid;\toffset:16;\tsize:4;\tsigned:1;\n\n"
+                      "print fmt: \"lat=%llu, pid=%d\", REC->lat, REC->pid\n"),
+            std::string::npos);
+  constexpr const char* kBarTrigger = "events/user_events/bar/trigger";
+  ASSERT_EQ(Write(kFooTrigger, "hist:keys=seq:ts0=common_timestamp"), 0);
+  EXPECT_EQ(Write(kBarTrigger,
+                  "hist:keys=seq:lat=common_timestamp-$ts0:onmatch(user_events.nosuch).trace(latency,$lat,"
+                  "common_pid)"),
+            EINVAL);
+  EXPECT_EQ(Write(kBarTrigger,
+                  "hist:keys=seq:lat=common_timestamp-$ts0:onmatch(user_events.foo).trace(latency,$lat)"),
+            EINVAL);  // one parameter per field
+  EXPECT_EQ(
+      Write(kBarTrigger, "hist:keys=seq:lat=common_timestamp-$ts0:onmatch(user_events.foo).nosuch($lat,seq)"),
+      EINVAL);
+  ASSERT_EQ(
+      Write(kBarTrigger,
+            "hist:keys=seq:lat=common_timestamp-$ts0:onmatch(user_events.foo).latency($lat,common_pid)"),
+      0);
+  ASSERT_EQ(Write("events/synthetic/latency/trigger", "hist:keys=lat"), 0);
+  ASSERT_EQ(Write("events/synthetic/latency/enable", "1"), 0);
+  Emit(foo_, 1, 1'000'000'000);
+  Emit(bar_, 1, 1'000'000'250);
+  Emit(bar_, 1, 1'000'000'300);  // ts0 read: no match
+  EXPECT_NE(Read("events/synthetic/latency/hist").find("{ lat:        250 } hitcount:          1\n"),
+            std::string::npos)
+      << Read("events/synthetic/latency/hist");
+  EXPECT_NE(Read("trace").find("     1.000000: latency: lat=250 pid=7\n"), std::string::npos)
+      << Read("trace");
+  EXPECT_EQ(Write("synthetic_events", "!latency"), EBUSY);
+  EXPECT_EQ(tree_.Write("synthetic_events", "", false, kRoot), EBUSY);  // a truncating write
+  ASSERT_EQ(
+      Write(kBarTrigger,
+            "!hist:keys=seq:lat=common_timestamp-$ts0:onmatch(user_events.foo).latency($lat,common_pid)"),
+      0);
+  ASSERT_EQ(Write("events/synthetic/latency/trigger", "!hist:keys=lat"), 0);
+  ASSERT_EQ(Write("events/synthetic/latency/enable", "0"), 0);
+  EXPECT_EQ(Write("synthetic_events", "!latency"), 0);
+  EXPECT_EQ(Read("synthetic_events"), "");
+  EXPECT_EQ(Write("synthetic_events", "!latency"), ENOENT);
 }
 
 }  // namespace

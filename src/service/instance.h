@@ -196,7 +196,9 @@ class InstanceSet {
     bool probe = false;
     for (Instance* instance : enablers_[slot]) {
       // Triggers first: they see the record whatever tracing_on, enable and the filter say.
-      if (instance->triggers().Has(event)) instance->triggers().Fire(*instance, event, meta, record, comm_);
+      if (instance->triggers().Has(event)) {
+        instance->triggers().Fire(*this, *instance, event, meta, record, comm_);
+      }
       if (!instance->tracing_on() || !instance->Keeps(event.id) ||
           !instance->filters().Accepts(event, meta, record, comm_)) {
         continue;

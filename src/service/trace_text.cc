@@ -6,6 +6,7 @@
 
 #include "schema/timestamp_text.h"
 #include "service/event_registry.h"
+#include "trigger/synth_event.h"
 
 namespace udiag::service {
 
@@ -35,7 +36,9 @@ std::string TraceLine(const TraceEntry& entry, std::string_view comm, const Even
   schema::SecondsMicros t = schema::RoundToMicros(entry.meta.timestamp);
   std::string line = fmt::format("{:>16}-{:<7} [{:03}] ..... {:5}.{:06}: ", comm, entry.meta.tid,
                                  entry.meta.cpu, t.seconds, t.micros);
-  if (event) {
+  if (event && event->synthetic) {
+    line += event->tp_name + ": " + trigger::RenderSynthFields(event->desc.fields, entry.record);
+  } else if (event) {
     line += schema::RenderTraceBody(event->tp_name, event->desc.fields, entry.record);
   } else {
     uint16_t type = 0;

@@ -4,6 +4,7 @@
 #include <fnmatch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <map>
@@ -11,6 +12,7 @@
 #include "base/tsc.h"
 #include "schema/timestamp_text.h"
 #include "service/trace_text.h"
+#include "trigger/synth_event.h"
 
 namespace udiag::service {
 
@@ -18,7 +20,7 @@ enum class Node {
   kRoot, kInstancesDir, kOptionsDir, kPerCpuDir, kCpuDir, kEventsDir, kSystemDir, kEventDir,  // directories
   kDynamicEvents, kStatus, kAvailableEvents, kSetEvent, kTrace, kTracePipe, kTracingOn,
   kBufferSizeKb, kTraceClock, kEventsMax, kEnable, kFormat, kId, kOverwrite, kSnapshot, kStats,
-  kBlockingTimeoutMs, kReadme, kDataFile, kUsdtProbe, kFilter, kErrorLog, kTrigger, kHist,
+  kBlockingTimeoutMs, kReadme, kDataFile, kUsdtProbe, kFilter, kErrorLog, kTrigger, kHist, kSyntheticEvents,
 };
 
 struct TracefsTree::Resolved {
@@ -30,7 +32,7 @@ struct TracefsTree::Resolved {
 
 namespace {
 
-constexpr const char* kSystems[] = {"user_events", "user_events_multi"};
+constexpr const char* kSystems[] = {"user_events", "user_events_multi", "synthetic"};
 
 // Programs test that README exists to decide whether tracefs is mounted.
 constexpr const char* kReadmeText =
@@ -39,7 +41,7 @@ constexpr const char* kReadmeText =
     "  user_events_status   registered events and what traces them\n"
     "  dynamic_events       u:<name> <fields> creates, -:<name> deletes\n"
     "  events/<system>/<event>/{enable,filter,format,hist,id,trigger}  events/<system>/{enable,filter}\n"
-    "  trace  trace_pipe  tracing_on  buffer_size_kb  set_event  error_log  instances/\n"
+    "  trace  trace_pipe  tracing_on  buffer_size_kb  set_event  error_log  synthetic_events  instances/\n"
     "See docs/cli.md and docs/compat.md of udiag.\n";
 
 // An hour: a longer stall is a hang, not a wait.
@@ -59,6 +61,7 @@ constexpr FileSpec kRootFiles[] = {
     {"trace_clock", Node::kTraceClock},                 {"trace_pipe", Node::kTracePipe},
     {"tracing_on", Node::kTracingOn},                   {"usdt_probe", Node::kUsdtProbe},
     {"user_events_max", Node::kEventsMax, true},        {"user_events_status", Node::kStatus, true},
+    {"synthetic_events", Node::kSyntheticEvents, true},
 };
 constexpr FileSpec kEventFiles[] = {
     {"enable", Node::kEnable}, {"filter", Node::kFilter}, {"format", Node::kFormat},
@@ -151,7 +154,7 @@ base::ErrorOr<TracefsTree::Resolved> TracefsTree::Resolve(std::string_view path)
   if (parts.size() == 1) return Resolved{Node::kEventsDir, r.instance, {}, nullptr};
   if (parts.size() == 2 && parts[1] == "enable") return Resolved{Node::kEnable, r.instance, {}, nullptr};
   r.system = std::string(parts[1]);
-  if (r.system != kSystems[0] && r.system != kSystems[1]) return base::Errno{ENOENT};
+  if (std::find(std::begin(kSystems), std::end(kSystems), r.system) == std::end(kSystems)) return base::Errno{ENOENT};
   if (!SystemHasEvents(*registry_, r.system)) return base::Errno{ENOENT};
   if (parts.size() == 2) return Resolved{Node::kSystemDir, r.instance, r.system, nullptr};
   if (parts.size() == 3 && parts[2] == "enable") return Resolved{Node::kEnable, r.instance, r.system, nullptr};
@@ -183,7 +186,17 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
       return std::string(kReadmeText);
     case Node::kDynamicEvents: {
       std::string out;
-      for (const Event* e : registry_->Events()) out += schema::DynamicEventsLine(e->desc) + "\n";
+      for (const Event* e : registry_->Events()) {
+        out += e->synthetic ? "s:synthetic/" + trigger::SynthEventLine(e->desc)
+                            : schema::DynamicEventsLine(e->desc) + "\n";
+      }
+      return out;
+    }
+    case Node::kSyntheticEvents: {
+      std::string out;
+      for (const Event* e : registry_->Events()) {
+        if (e->synthetic) out += trigger::SynthEventLine(e->desc);
+      }
       return out;
     }
     case Node::kStatus:
@@ -218,7 +231,8 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
       if (r->event) return ReadEventEnable(inst, r->event->id);
       return ReadEnable(inst, r->system);
     case Node::kFormat:
-      return schema::FormatFile(r->event->tp_name, r->event->id, r->event->desc.fields);
+      return schema::FormatFile(r->event->tp_name, r->event->id, r->event->desc.fields,
+                                r->event->synthetic ? trigger::SynthPrintFmt(r->event->desc.fields) : "");
     case Node::kId:
       return fmt::format("{}\n", r->event->id);
     case Node::kOverwrite:
@@ -257,7 +271,7 @@ std::string TracefsTree::ReadStats(const TraceBuffer& buffer) const {
 std::string TracefsTree::ReadStatus() const {
   std::string out;
   size_t busy = 0;
-  std::vector<Event*> events = registry_->Events();
+  std::vector<Event*> events = registry_->UserEvents();
   for (const Event* e : events) {
     out += e->tp_name;
     if (e->status) {
@@ -328,6 +342,8 @@ int TracefsTree::Write(std::string_view path, std::string_view text, bool append
   switch (r->node) {
     case Node::kDynamicEvents:
       return WriteDynamicEvents(text, append, caller);
+    case Node::kSyntheticEvents:
+      return WriteSyntheticEvents(text, append, caller);
     case Node::kSetEvent:
       return WriteSetEvent(inst, text, append);
     case Node::kTrace:
@@ -437,6 +453,38 @@ int TracefsTree::WriteDynamicEvents(std::string_view text, bool append, const Ca
         }
         break;
     }
+  }
+  return 0;
+}
+
+// As the kernel's: one definition per line, "!name ..." removes one, and a
+// truncating write removes them all first (none while any is in use).
+int TracefsTree::WriteSyntheticEvents(std::string_view text, bool append, const Caller& caller) {
+  if (!caller.privileged) return EPERM;
+  if (!append) {
+    std::vector<Event*> synthetic = registry_->Events();
+    std::erase_if(synthetic, [](const Event* e) { return !e->synthetic; });
+    for (const Event* e : synthetic) {
+      if (e->refs > 1) return EBUSY;
+    }
+    for (const Event* e : synthetic) registry_->DeleteSynthetic(e->reg_name());
+  }
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    line = line.substr(0, line.find('#'));
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    line.remove_prefix(line.find_first_not_of(" \t"));
+    if (line.starts_with('!')) {
+      line.remove_prefix(1);
+      if (int err = registry_->DeleteSynthetic(line.substr(0, line.find_first_of(" \t")))) return err;
+      continue;
+    }
+    schema::EventDescription desc;
+    if (int err = trigger::ParseSynthEvent(line, &desc)) return err;
+    auto e = registry_->CreateSynthetic(std::move(desc));
+    if (!e.ok()) return e.error();
   }
   return 0;
 }

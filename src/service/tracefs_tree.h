@@ -68,6 +68,7 @@ class TracefsTree {
   std::string ReadStatus() const;
   std::string ReadStats(const TraceBuffer& buffer) const;
   std::string ReadEnable(const Instance& instance, std::string_view system) const;
+  int WriteSyntheticEvents(std::string_view text, bool append, const Caller& caller);
   int WriteDynamicEvents(std::string_view text, bool append, const Caller& caller);
   int WriteSetEvent(Instance& instance, std::string_view text, bool append);
   int WriteEnable(Instance& instance, std::string_view system, std::string_view text);

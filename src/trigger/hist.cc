@@ -18,6 +18,8 @@ constexpr size_t kMaxVals = 2;      // TRACING_MAP_VALS_MAX, hitcount aside
 constexpr size_t kMaxSortKeys = 2;  // TRACING_MAP_SORT_KEYS_MAX
 constexpr int kMinBits = 7, kMaxBits = 17;
 constexpr size_t kMaxStringKey = 256;  // MAX_FILTER_STR_VAL
+constexpr size_t kMaxVars = 16;        // TRACING_MAP_VARS_MAX
+constexpr long kMaxSubexpr = 3;        // the kernel's "Too many subexpressions (3 max)"
 
 std::vector<std::string_view> Split(std::string_view text, char sep) {
   std::vector<std::string_view> parts;
@@ -43,11 +45,12 @@ std::string_view FlagName(HistFlag flag) {
 }
 
 // "name[.modifier]" of a key or value.
-int ParseField(std::string_view text, const std::vector<schema::Field>& fields, bool key, HistField* out) {
+int ParseField(std::string_view text, const std::vector<schema::Field>& fields, bool key, HistField* out,
+               HistError* err) {
   size_t dot = text.find('.');
   out->name = std::string(text.substr(0, dot));
   auto field = filter::FindField(fields, out->name);
-  if (out->name.empty() || !field) return EINVAL;
+  if (out->name.empty() || !field) return HistFail(err, HistErrorCode::kFieldNotFound, out->name);
   out->field = *field;
   if (out->field.cls == filter::FieldClass::kCpu) out->name = "common_cpu";
   if (dot != std::string_view::npos) {
@@ -64,11 +67,11 @@ int ParseField(std::string_view text, const std::vector<schema::Field>& fields, 
       out->flag = HistFlag::kGraph;
     } else if (key && mod.starts_with("buckets=")) {
       auto n = filter::KernelStrToU64(mod.substr(8));
-      if (!n || *n == 0) return EINVAL;
+      if (!n || *n == 0) return HistFail(err, HistErrorCode::kBadFieldModifier, mod);
       out->flag = HistFlag::kBuckets;
       out->buckets = *n;
     } else {
-      return EINVAL;
+      return HistFail(err, HistErrorCode::kBadFieldModifier, mod);
     }
   }
   // Values are sums: numbers only; modifiers other than .hex change a key's bucket.
@@ -79,23 +82,109 @@ int ParseField(std::string_view text, const std::vector<schema::Field>& fields, 
   return 0;
 }
 
+constexpr std::string_view kTimestamp = "common_timestamp";
+
+bool IsIdentifier(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// One operand: `$var`, a decimal constant, common_timestamp[.usecs] or a field.
+int ParseOperand(std::string_view text, const std::vector<schema::Field>& fields, bool key, bool in_expr,
+                 HistSpec* spec, HistField* out, HistError* err) {
+  if (text.starts_with('$')) {
+    if (key) return HistFail(err, HistErrorCode::kInvalidRefKey, text);  // keys are fields (docs/compat.md)
+    if (!IsIdentifier(text.substr(1))) return HistFail(err, HistErrorCode::kVarNotFound, text);
+    out->source = HistSource::kVarRef;
+    out->name = std::string(text.substr(1));
+    out->ref = spec->refs.size();
+    spec->refs.push_back({out->name, in_expr, std::nullopt});
+    return 0;
+  }
+  if (in_expr && !text.empty() && text.front() >= '0' && text.front() <= '9') {
+    auto n = filter::KernelStrToU64(text);
+    if (!n) return HistFail(err, HistErrorCode::kExpectNumber, text);
+    out->source = HistSource::kConstant;
+    out->constant = *n;
+    out->name = std::string(text);
+    return 0;
+  }
+  if (text == kTimestamp || (text.starts_with(kTimestamp) && text.substr(kTimestamp.size()) == ".usecs")) {
+    out->source = HistSource::kTimestamp;
+    out->name = std::string(kTimestamp);
+    out->usecs = text.size() > kTimestamp.size();
+    return 0;
+  }
+  return ParseField(text, fields, key, out, err);
+}
+
+// `a+b`, `a-b`, `a*b`, `a/b` (left to right, * and / first), or one operand.
+int ParseExpr(std::string_view text, const std::vector<schema::Field>& fields, bool key, bool in_expr,
+              HistSpec* spec, HistField* out, HistError* err) {
+  if (!in_expr && std::count_if(text.begin(), text.end(), [](char c) {
+                    return std::string_view("+-*/").find(c) != std::string_view::npos;
+                  }) > kMaxSubexpr) {
+    return HistFail(err, HistErrorCode::kTooManySubexpr, text);
+  }
+  size_t at = text.find_last_of("+-");
+  if (at == std::string_view::npos) at = text.find_last_of("*/");
+  if (at == std::string_view::npos) return ParseOperand(text, fields, key, in_expr, spec, out, err);
+  if (key) return EINVAL;
+  out->source = HistSource::kExpr;
+  out->name = std::string(text);
+  out->op = text[at];
+  out->operands.resize(2);
+  if (int e = ParseExpr(text.substr(0, at), fields, key, true, spec, &out->operands[0], err)) return e;
+  if (int e = ParseExpr(text.substr(at + 1), fields, key, true, spec, &out->operands[1], err)) return e;
+  return 0;
+}
+
 std::string FieldText(const HistField& f) {
-  std::string out = f.name + std::string(FlagName(f.flag));
+  std::string out = f.var.empty() ? "" : f.var + "=";
+  switch (f.source) {
+    case HistSource::kTimestamp:
+      return out + f.name + (f.usecs ? ".usecs" : "");
+    case HistSource::kVarRef:
+      return out + "$" + f.name;
+    case HistSource::kConstant:
+    case HistSource::kExpr:
+      return out + f.name;
+    case HistSource::kField:
+      break;
+  }
+  out += f.name + std::string(FlagName(f.flag));
   if (f.flag == HistFlag::kBuckets) out += fmt::format("={}", f.buckets);
   return out;
 }
 
-int ParseSort(std::string_view text, HistSpec* spec) {
+bool UsesTimestamp(const HistField& f) {
+  return f.source == HistSource::kTimestamp ||
+         std::any_of(f.operands.begin(), f.operands.end(),
+                     [](const HistField& o) { return UsesTimestamp(o); });
+}
+
+// The kernel prints the clock of a histogram that reads timestamps.
+bool UsesTimestamps(const HistSpec& spec) {
+  for (const auto* list : {&spec.keys, &spec.vals, &spec.vars}) {
+    if (std::any_of(list->begin(), list->end(), UsesTimestamp)) return true;
+  }
+  return false;
+}
+
+int ParseSort(std::string_view text, HistSpec* spec, HistError* err) {
   for (std::string_view item : Split(text, ',')) {
     size_t dot = item.find('.');
     std::string_view name = item.substr(0, dot);
     SortKey key;
     if (dot != std::string_view::npos) {
       std::string_view order = item.substr(dot + 1);
-      if (order != "descending" && order != "ascending") return EINVAL;
+      if (order != "descending" && order != "ascending") {
+        return HistFail(err, HistErrorCode::kInvalidSortModifier, order);
+      }
       key.descending = order == "descending";
     }
-    if (name.empty()) return EINVAL;
+    if (name.empty()) return HistFail(err, HistErrorCode::kEmptySortField, "sort=");
     bool found = name == "hitcount";
     for (size_t i = 0; !found && i < spec->vals.size(); ++i) {
       if (spec->vals[i].name == name) key.index = static_cast<int>(1 + i), found = true;
@@ -103,26 +192,123 @@ int ParseSort(std::string_view text, HistSpec* spec) {
     for (size_t i = 0; !found && i < spec->keys.size(); ++i) {
       if (spec->keys[i].name == name) key.index = static_cast<int>(1 + spec->vals.size() + i), found = true;
     }
-    if (!found || spec->sort.size() == kMaxSortKeys) return EINVAL;
+    if (!found) return HistFail(err, HistErrorCode::kInvalidSortField, name);
+    if (spec->sort.size() == kMaxSortKeys) return HistFail(err, HistErrorCode::kTooManySortFields, "sort=");
     spec->sort.push_back(key);
   }
   return 0;
 }
 
-int ParseFields(std::string_view list, const std::vector<schema::Field>& fields, bool key,
-                std::vector<HistField>* out) {
+int ParseFields(std::string_view list, const std::vector<schema::Field>& fields, bool key, HistSpec* spec,
+                HistError* err) {
+  std::vector<HistField>& out = key ? spec->keys : spec->vals;
   for (std::string_view item : Split(list, ',')) {
     if (!key && item == "hitcount") continue;  // always kept
     HistField f;
-    if (int err = ParseField(item, fields, key, &f)) return err;
-    out->push_back(std::move(f));
+    if (int e = ParseExpr(item, fields, key, false, spec, &f, err)) return e;
+    out.push_back(std::move(f));
   }
-  return out->size() > (key ? kMaxKeys : kMaxVals) ? EINVAL : 0;
+  return out.size() > (key ? kMaxKeys : kMaxVals) ? EINVAL : 0;
+}
+
+// "ts0=common_timestamp.usecs[,b=field]": variables.
+int ParseVars(std::string_view list, const std::vector<schema::Field>& fields, HistSpec* spec,
+              HistError* err) {
+  for (std::string_view item : Split(list, ',')) {
+    size_t eq = item.find('=');
+    HistField f;
+    if (eq == std::string_view::npos || !IsIdentifier(item.substr(0, eq))) {
+      return HistFail(err, HistErrorCode::kMalformedAssignment, item);
+    }
+    if (int e = ParseExpr(item.substr(eq + 1), fields, false, false, spec, &f, err)) return e;
+    f.var = std::string(item.substr(0, eq));
+    for (const HistField& v : spec->vars) {
+      if (v.var == f.var) return HistFail(err, HistErrorCode::kDuplicateVar, f.var);
+    }
+    if (spec->vars.size() == kMaxVars) return HistFail(err, HistErrorCode::kTooManyVars, f.var);
+    if (f.is_string()) return EINVAL;
+    spec->vars.push_back(std::move(f));
+  }
+  return 0;
+}
+
+// "onmatch(sys.event).trace(synth,p,...)", "onmatch(sys.event).synth(p,...)",
+// "onmax($v).save(f,...)", "onchange($v).snapshot()" (and onmax/onchange().trace()).
+int ParseAction(std::string_view text, const std::vector<schema::Field>& fields, HistSpec* spec,
+                HistError* err) {
+  HistAction a;
+  a.text = ":" + std::string(text);
+  size_t open = text.find('('), close = text.find(").");
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open ||
+      !text.ends_with(')')) {
+    return HistFail(err, HistErrorCode::kNoClosingParen, text);
+  }
+  std::string_view handler = text.substr(0, open), arg = text.substr(open + 1, close - open - 1);
+  std::string_view call = text.substr(close + 2, text.size() - close - 3);  // "name(params"
+  size_t paren = call.find('(');
+  if (paren == std::string_view::npos) return EINVAL;
+  std::string_view action = call.substr(0, paren), params = call.substr(paren + 1);
+  std::vector<std::string_view> list;
+  if (!params.empty()) list = Split(params, ',');
+  if (handler == "onmatch") {
+    size_t dot = arg.find('.');
+    if (dot == std::string_view::npos || dot == 0 || dot + 1 == arg.size()) {
+      return HistFail(err, HistErrorCode::kSubsysNotFound, arg);
+    }
+    a.match_system = std::string(arg.substr(0, dot));
+    a.match_event = std::string(arg.substr(dot + 1));
+  } else if (handler == "onmax" || handler == "onchange") {
+    a.handler = handler == "onmax" ? Handler::kOnMax : Handler::kOnChange;
+    if (!arg.starts_with('$')) return HistFail(err, HistErrorCode::kOnxNotVar, arg);
+    if (int e = ParseOperand(arg, fields, false, false, spec, &a.tracked, err)) return e;
+  } else {
+    return EINVAL;
+  }
+  if (action == "save" || action == "snapshot") {
+    if (a.handler == Handler::kOnMatch) return HistFail(err, HistErrorCode::kActionMismatch, action);
+    a.kind = action == "save" ? ActionKind::kSave : ActionKind::kSnapshot;
+    if (a.kind == ActionKind::kSave && list.empty())
+      return HistFail(err, HistErrorCode::kNoSaveParams, action);
+    if (a.kind == ActionKind::kSnapshot && !list.empty()) return EINVAL;
+  } else {
+    a.trace_keyword = action == "trace";
+    if (a.trace_keyword) {
+      if (list.empty()) return EINVAL;
+      action = list.front();
+      list.erase(list.begin());
+    }
+    if (!IsIdentifier(action)) return EINVAL;
+    a.synth = std::string(action);
+  }
+  for (std::string_view param : list) {
+    // A qualified "system.event.$var" or "system.event.field": the name is enough here.
+    if (size_t at = param.rfind('.'); at != std::string_view::npos && param.substr(at + 1).starts_with('$')) {
+      param.remove_prefix(at + 1);
+    }
+    HistField f;
+    int e = a.kind == ActionKind::kSave ? ParseField(param, fields, true, &f, err)
+                                        : ParseExpr(param, fields, false, false, spec, &f, err);
+    if (e) return e;
+    if (a.kind == ActionKind::kTrace && f.is_string()) return EINVAL;  // numeric synthetic fields only
+    a.params.push_back(std::move(f));
+  }
+  spec->actions.push_back(std::move(a));
+  return 0;
+}
+
+// A `$name` of one of our own variables reads it after this event set it.
+void ResolveOwnRefs(HistSpec* spec) {
+  for (VarRef& ref : spec->refs) {
+    for (size_t i = 0; i < spec->vars.size(); ++i) {
+      if (spec->vars[i].var == ref.name) ref.own = i;
+    }
+  }
 }
 
 }  // namespace
 
-int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, HistSpec* out) {
+int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, HistSpec* out,
+              HistError* error) {
   *out = HistSpec{};
   std::string_view sort;
   for (std::string_view attr : Split(param, ':')) {
@@ -131,9 +317,9 @@ int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, 
     std::string_view value = eq == std::string_view::npos ? std::string_view() : attr.substr(eq + 1);
     int err = 0;
     if (name == "key" || name == "keys") {
-      err = ParseFields(value, fields, true, &out->keys);
+      err = ParseFields(value, fields, true, out, error);
     } else if (name == "val" || name == "vals" || name == "values") {
-      err = ParseFields(value, fields, false, &out->vals);
+      err = ParseFields(value, fields, false, out, error);
     } else if (name == "sort") {
       sort = value;
     } else if (name == "size") {
@@ -144,6 +330,12 @@ int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, 
       out->size = 1u << bits;
     } else if (name == "name" && !value.empty()) {
       out->name = std::string(value);
+    } else if (name == "clock") {
+      if (value != "mono") return EINVAL;  // udiag's only clock (trace_clock)
+    } else if (attr.starts_with("onmatch(") || attr.starts_with("onmax(") || attr.starts_with("onchange(")) {
+      err = ParseAction(attr, fields, out, error);
+    } else if (eq != std::string_view::npos && IsIdentifier(name)) {
+      err = ParseVars(attr, fields, out, error);
     } else if (attr == "pause") {
       out->control = HistControl::kPause;
     } else if (attr == "cont" || attr == "continue") {
@@ -156,7 +348,8 @@ int ParseHist(std::string_view param, const std::vector<schema::Field>& fields, 
     if (err) return err;
   }
   if (out->keys.empty()) return EINVAL;
-  if (int err = ParseSort(sort.empty() ? "hitcount" : sort, out)) return err;
+  if (int err = ParseSort(sort.empty() ? "hitcount" : sort, out, error)) return err;
+  ResolveOwnRefs(out);
   return 0;
 }
 
@@ -166,8 +359,26 @@ bool SameHist(const HistSpec& a, const HistSpec& b) {
                       [](const HistField& p, const HistField& q) { return FieldText(p) == FieldText(q); });
   };
   auto same_sort = [](const SortKey& p, const SortKey& q) { return p.index == q.index && p.descending == q.descending; };
-  return same_fields(a.keys, b.keys) && same_fields(a.vals, b.vals) && a.name == b.name && a.filter == b.filter &&
+  return same_fields(a.keys, b.keys) && same_fields(a.vals, b.vals) && same_fields(a.vars, b.vars) &&
+         a.name == b.name && a.filter == b.filter &&
+         std::equal(a.actions.begin(), a.actions.end(), b.actions.begin(), b.actions.end(),
+                    [](const HistAction& p, const HistAction& q) { return p.text == q.text; }) &&
          std::equal(a.sort.begin(), a.sort.end(), b.sort.begin(), b.sort.end(), same_sort);
+}
+
+bool CanShare(const HistSpec& named, const HistSpec& other) {
+  HistSpec same_filter = other;
+  same_filter.filter = named.filter;
+  if (!SameHist(named, same_filter) || !named.refs.empty() || !named.actions.empty()) return false;
+  // The kernel's compatible_field(): the same kind, size and sign, read at each event's own place.
+  auto compatible = [](const std::vector<HistField>& x, const std::vector<HistField>& y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const HistField& p, const HistField& q) {
+      return p.source == q.source && p.field.cls == q.field.cls && p.field.size == q.field.size &&
+             p.field.is_signed == q.field.is_signed;
+    });
+  };
+  return compatible(named.keys, other.keys) && compatible(named.vals, other.vals) &&
+         compatible(named.vars, other.vars);
 }
 
 std::string HistInfo(const HistSpec& spec, bool paused) {
@@ -177,6 +388,7 @@ std::string HistInfo(const HistSpec& spec, bool paused) {
   for (size_t i = 0; i < spec.keys.size(); ++i) out += (i ? "," : "") + FieldText(spec.keys[i]);
   out += ":vals=hitcount";
   for (const HistField& v : spec.vals) out += "," + FieldText(v);
+  for (size_t i = 0; i < spec.vars.size(); ++i) out += (i ? "," : ":") + FieldText(spec.vars[i]);
   out += ":sort=";
   for (size_t i = 0; i < spec.sort.size(); ++i) {
     const SortKey& s = spec.sort[i];
@@ -191,6 +403,8 @@ std::string HistInfo(const HistSpec& spec, bool paused) {
     if (s.descending) out += ".descending";
   }
   out += fmt::format(":size={}", spec.size);
+  if (UsesTimestamps(spec)) out += ":clock=mono";
+  for (const HistAction& a : spec.actions) out += a.text;
   if (!spec.filter.empty()) out += " if " + spec.filter;
   out += paused ? " [paused]\n" : " [active]\n";
   return out;
@@ -227,47 +441,188 @@ std::string StringOf(const filter::FilterField& f, const filter::RecordContext& 
 
 bool Histogram::needs_comm() const {
   return std::any_of(spec_.keys.begin(), spec_.keys.end(), [](const HistField& k) {
-    return k.flag == HistFlag::kExecname || k.field.cls == filter::FieldClass::kComm;
+    return k.flag == HistFlag::kExecname ||
+           (k.source == HistSource::kField && k.field.cls == filter::FieldClass::kComm);
   });
 }
 
 void Histogram::Clear() {
   entries_.clear();
+  snapshot_ = {};
   hits_ = drops_ = 0;
 }
 
-void Histogram::Add(const filter::RecordContext& context) {
-  ++hits_;
-  Entry probe;
-  std::string key;
-  for (const HistField& k : spec_.keys) {
-    uint64_t number = 0;
-    std::string text;
-    if (k.field.is_string()) {
-      text = StringOf(k.field, context);
-      key.append(text).push_back('\0');
-    } else {
-      number = NumberOf(k.field, context);
-      if (k.flag == HistFlag::kLog2) number = number <= 1 ? 0 : std::bit_width(number - 1);
-      if (k.flag == HistFlag::kBuckets) number = number / k.buckets * k.buckets;
-      key.append(reinterpret_cast<const char*>(&number), sizeof(number));
-    }
-    probe.numbers.push_back(number);
-    probe.strings.push_back(std::move(text));
+Histogram::Histogram(HistSpec spec) : spec_(std::move(spec)), bindings_(spec_.refs.size()) {}
+
+std::optional<size_t> Histogram::FindVar(std::string_view name) const {
+  for (size_t i = 0; i < spec_.vars.size(); ++i) {
+    if (spec_.vars[i].var == name) return i;
   }
+  return std::nullopt;
+}
+
+void Histogram::BindRef(size_t ref, std::shared_ptr<Histogram> owner, size_t var) {
+  ++owner->referenced_;
+  bindings_[ref] = {std::move(owner), var};
+}
+
+void Histogram::Unbind() {
+  for (Binding& b : bindings_) {
+    if (b.owner) --b.owner->referenced_;
+    b = {};
+  }
+}
+
+std::optional<uint64_t> Histogram::ReadVar(const std::string& key, size_t var, bool once) {
+  auto it = entries_.find(key);
+  if (it == entries_.end() || !it->second.set[var]) return std::nullopt;
+  if (once) it->second.set[var] = false;
+  return it->second.vars[var];
+}
+
+uint64_t Histogram::Evaluate(const HistField& f, const HistInput& in,
+                             const std::vector<uint64_t>& refs) const {
+  switch (f.source) {
+    case HistSource::kField:
+      return NumberOf(f.field, in.context);
+    case HistSource::kTimestamp:
+      return f.usecs ? (in.timestamp_ns + 500) / 1000 : in.timestamp_ns;  // ns2usecs
+    case HistSource::kVarRef:
+      return refs[f.ref];
+    case HistSource::kConstant:
+      return f.constant;
+    case HistSource::kExpr:
+      break;
+  }
+  const uint64_t a = Evaluate(f.operands[0], in, refs), b = Evaluate(f.operands[1], in, refs);
+  switch (f.op) {
+    case '+':
+      return a + b;
+    case '-':
+      return a - b;
+    case '*':
+      return a * b;
+    default:
+      return b == 0 ? UINT64_MAX : a / b;  // the kernel's -1 for a division by zero
+  }
+}
+
+bool Histogram::Add(const HistInput& in, HistSink* sink, const HistSpec* as) {
+  const HistSpec& spec = as ? *as : spec_;
+  // The key's bytes: each number as a u64, each string up to a NUL.
+  std::string key;
+  uint64_t numbers[kMaxKeys] = {};
+  for (size_t i = 0; i < spec.keys.size(); ++i) {
+    const HistField& k = spec.keys[i];
+    if (k.is_string()) {
+      key.append(StringOf(k.field, in.context)).push_back('\0');
+      continue;
+    }
+    uint64_t number = Evaluate(k, in, {});
+    if (k.flag == HistFlag::kLog2) number = number <= 1 ? 0 : std::bit_width(number - 1);
+    if (k.flag == HistFlag::kBuckets) number = number / k.buckets * k.buckets;
+    key.append(reinterpret_cast<const char*>(&number), sizeof(number));
+    numbers[i] = number;
+  }
+  // Other histograms' variables at this key: all set, or the event is skipped.
+  std::vector<uint64_t> refs(spec.refs.size());
+  for (size_t i = 0; i < refs.size(); ++i) {
+    if (spec.refs[i].own) continue;
+    const Binding& b = bindings_[i];
+    std::optional<uint64_t> value;
+    if (b.owner) value = b.owner->ReadVar(key, b.var, spec.refs[i].read_once);
+    if (!value) return false;
+    refs[i] = *value;
+  }
+  ++hits_;
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     if (entries_.size() >= spec_.size) {
       ++drops_;
-      return;
+      return false;
     }
-    probe.sums.assign(spec_.vals.size(), 0);
-    probe.comm = std::string(context.comm);
-    it = entries_.emplace(std::move(key), std::move(probe)).first;
+    Entry made;
+    made.numbers.assign(numbers, numbers + spec.keys.size());
+    for (const HistField& k : spec.keys)
+      made.strings.push_back(k.is_string() ? StringOf(k.field, in.context) : "");
+    made.sums.assign(spec.vals.size(), 0);
+    made.vars.assign(spec.vars.size(), 0);
+    made.set.assign(spec.vars.size(), false);
+    made.comm = std::string(in.context.comm);
+    it = entries_.emplace(std::move(key), std::move(made)).first;
   }
   Entry& e = it->second;
   ++e.hits;
-  for (size_t i = 0; i < spec_.vals.size(); ++i) e.sums[i] += NumberOf(spec_.vals[i].field, context);
+  // Variables first, in order, so that values (and later variables) read this event's.
+  for (size_t v = 0; v < spec.vars.size(); ++v) {
+    e.vars[v] = Evaluate(spec.vars[v], in, refs);
+    e.set[v] = true;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (spec.refs[i].own == v) refs[i] = e.vars[v];
+    }
+  }
+  for (size_t i = 0; i < spec.vals.size(); ++i) e.sums[i] += Evaluate(spec.vals[i], in, refs);
+  RunActions(spec, it->first, e, in, refs, sink);
+  return true;
+}
+
+void Histogram::RunActions(const HistSpec& spec, const std::string& key, Entry& e, const HistInput& in,
+                           const std::vector<uint64_t>& refs, HistSink* sink) {
+  if (spec.actions.empty()) return;
+  e.tracked.resize(spec.actions.size());
+  for (size_t i = 0; i < spec.actions.size(); ++i) {
+    const HistAction& a = spec.actions[i];
+    uint64_t value = 0;
+    if (a.handler != Handler::kOnMatch) {
+      // onmax: above this entry's max so far; onchange: not this entry's last value (both start at 0).
+      value = Evaluate(a.tracked, in, refs);
+      Entry::Tracked& t = e.tracked[i];
+      if (a.handler == Handler::kOnMax ? value <= t.value : value == t.value) continue;
+      t.value = value;
+      if (a.kind == ActionKind::kSave) {
+        t.numbers.clear();
+        t.strings.clear();
+        for (const HistField& f : a.params) {
+          t.numbers.push_back(f.is_string() ? 0 : Evaluate(f, in, refs));
+          t.strings.push_back(f.is_string() ? StringOf(f.field, in.context) : std::string());
+        }
+      }
+    }
+    if (a.kind == ActionKind::kSnapshot) {
+      // The instance's snapshot follows the histogram-wide max (or last value), as the kernel's.
+      if (snapshot_.taken &&
+          (a.handler == Handler::kOnMax ? value <= snapshot_.value : value == snapshot_.value)) {
+        continue;
+      }
+      snapshot_ = {true, value, key, i};
+      if (sink) sink->Snapshot();
+    } else if (a.kind == ActionKind::kTrace && sink) {
+      std::vector<uint64_t> values;
+      for (const HistField& f : a.params) values.push_back(Evaluate(f, in, refs));
+      sink->Trace(i, values);
+    }
+  }
+}
+
+// "\n\tmax:   N  field: V" per onmax/onchange action but snapshot(), as the kernel's track_data_print.
+std::string Histogram::ActionsText(const Entry& e) const {
+  std::string out;
+  for (size_t i = 0; i < spec_.actions.size() && i < e.tracked.size(); ++i) {
+    const HistAction& a = spec_.actions[i];
+    if (a.handler == Handler::kOnMatch || a.kind == ActionKind::kSnapshot) continue;
+    out +=
+        fmt::format("\n\t{}: {:>10}", a.handler == Handler::kOnMax ? "max" : "changed", e.tracked[i].value);
+    if (a.kind != ActionKind::kSave) continue;
+    const Entry::Tracked& t = e.tracked[i];
+    for (size_t p = 0; p < a.params.size() && p < t.numbers.size(); ++p) {
+      if (a.params[p].is_string()) {
+        out += fmt::format("  {}: {:<32}", a.params[p].name, t.strings[p]);
+      } else {
+        out += fmt::format("  {}: {:>10}", a.params[p].name, t.numbers[p]);
+      }
+    }
+  }
+  return out;
 }
 
 std::string Histogram::KeyText(const Entry& e) const {
@@ -277,7 +632,7 @@ std::string Histogram::KeyText(const Entry& e) const {
     if (i) out += ", ";
     out += k.name + ": ";
     const uint64_t n = e.numbers[i];
-    if (k.field.is_string()) {
+    if (k.is_string()) {
       out += fmt::format("{:<50}", e.strings[i]);
     } else if (k.flag == HistFlag::kHex) {
       out += fmt::format("{:x}", n);
@@ -332,7 +687,7 @@ std::string Histogram::ValueText(size_t i, uint64_t value, uint64_t total, uint6
   }
 }
 
-std::string Histogram::Render() const {
+std::string Histogram::Render(const HistSpec* as) const {
   std::vector<const Entry*> sorted;
   for (const auto& [_, e] : entries_) sorted.push_back(&e);
   auto column = [&](const Entry& e, int index, int* order) -> std::pair<uint64_t, const std::string*> {
@@ -340,7 +695,7 @@ std::string Histogram::Render() const {
     size_t v = static_cast<size_t>(index) - 1;
     if (v < spec_.vals.size()) return {e.sums[v], nullptr};
     size_t k = v - spec_.vals.size();
-    *order = spec_.keys[k].field.is_string() ? 1 : 0;
+    *order = spec_.keys[k].is_string() ? 1 : 0;
     return {e.numbers[k], &e.strings[k]};
   };
   std::stable_sort(sorted.begin(), sorted.end(), [&](const Entry* a, const Entry* b) {
@@ -360,11 +715,22 @@ std::string Histogram::Render() const {
       maxima[i] = std::max(maxima[i], e->sums[i]);
     }
   }
-  std::string out = "# event histogram\n#\n# trigger info: " + HistInfo(spec_, paused_) + "#\n\n";
+  std::string out = "# event histogram\n#\n# trigger info: " + HistInfo(as ? *as : spec_, paused_) + "#\n\n";
   for (const Entry* e : sorted) {
     out += KeyText(*e) + fmt::format(" hitcount: {:>10}", e->hits);
-    for (size_t i = 0; i < spec_.vals.size(); ++i) out += " " + ValueText(i, e->sums[i], totals[i], maxima[i]);
-    out += "\n";
+    for (size_t i = 0; i < spec_.vals.size(); ++i) {
+      // As the kernel, an expression is summed but not shown.
+      if (spec_.vals[i].source != HistSource::kExpr)
+        out += " " + ValueText(i, e->sums[i], totals[i], maxima[i]);
+    }
+    out += ActionsText(*e) + "\n";
+  }
+  if (auto at = entries_.find(snapshot_.key); snapshot_.taken && at != entries_.end()) {
+    const HistAction& a = spec_.actions[snapshot_.action];
+    out += fmt::format(
+        "\nSnapshot taken (see tracing/snapshot).  Details:\n\ttriggering value {{ {}({}) }}: {:>10}",
+        a.handler == Handler::kOnMax ? "onmax" : "onchange", FieldText(a.tracked), snapshot_.value);
+    out += "\ttriggered by event with key: " + KeyText(at->second) + "\n";
   }
   out += fmt::format("\nTotals:\n    Hits: {}\n    Entries: {}\n    Dropped: {}\n", hits_, entries_.size(), drops_);
   return out;
