@@ -103,6 +103,15 @@ Decoded Decode(const std::vector<uint8_t>& stream) {
   return out;
 }
 
+// Seqs 0..count-1 of one event from one thread, in order, nothing lost.
+void ExpectOneThreadsRecordsInOrder(const Decoded& d, uint64_t count) {
+  EXPECT_EQ(d.event_types, 1);
+  EXPECT_EQ(d.tasks, 1);
+  EXPECT_EQ(d.lost, 0u);
+  ASSERT_EQ(d.seqs.size(), count);
+  for (uint64_t i = 0; i < count; ++i) ASSERT_EQ(d.seqs[i], i);
+}
+
 class SenderFixture : public ::testing::Test {
  protected:
   // `pages`: page mode (ftrace pages) instead of record frames.
@@ -207,11 +216,7 @@ TEST_P(RecordStreamSenderTest, AFullRingResumesMidFrame) {
   EndAndReadAll();
   Decoded d = Decode(received_);
   EXPECT_EQ(d.pages > 0, pages());
-  EXPECT_EQ(d.event_types, 1);
-  EXPECT_EQ(d.tasks, 1);
-  EXPECT_EQ(d.lost, 0u);
-  ASSERT_EQ(d.seqs.size(), kRecords);
-  for (uint64_t i = 0; i < kRecords; ++i) ASSERT_EQ(d.seqs[i], i);
+  ExpectOneThreadsRecordsInOrder(d, kRecords);
 }
 
 TEST_P(RecordStreamSenderTest, RecordsAppendedWhileTheRingIsFullFollowInOrder) {
@@ -346,12 +351,7 @@ TEST_F(PageStreamSenderTest, HandedOverRecordsSkipTheBufferAndKeepTheirOrder) {
     ReadAvailable();
   }
   EndAndReadAll();
-  Decoded d = Decode(received_);
-  EXPECT_EQ(d.event_types, 1);
-  EXPECT_EQ(d.tasks, 1);
-  EXPECT_EQ(d.lost, 0u);
-  ASSERT_EQ(d.seqs.size(), kRecords);
-  for (uint64_t i = 0; i < kRecords; ++i) ASSERT_EQ(d.seqs[i], i);
+  ExpectOneThreadsRecordsInOrder(Decode(received_), kRecords);
 }
 
 TEST_F(PageStreamSenderTest, WhatTheBufferHoldsGoesBeforeHandedOverRecords) {
