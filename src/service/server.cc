@@ -145,6 +145,19 @@ int Server::Init() {
   return 0;
 }
 
+// epoll_pwait2 (Linux 5.11) for its ns timeout; epoll_wait, to the ms
+// above, on older kernels and under valgrind, which lack it.
+int Server::WaitForEvents(epoll_event* events, int max_events, uint64_t timeout_ns) {
+  if (have_epoll_pwait2_) {
+    timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
+    int n = epoll_pwait2(epoll_.get(), events, max_events, &ts, nullptr);
+    if (n >= 0 || errno != ENOSYS) return n;
+    have_epoll_pwait2_ = false;
+  }
+  const uint64_t ms = std::min<uint64_t>((timeout_ns + 999'999) / 1'000'000, INT32_MAX);
+  return epoll_wait(epoll_.get(), events, max_events, static_cast<int>(ms));
+}
+
 int Server::Run() {
   uint64_t poll_ns = kMinPollNs;
   uint64_t last_activity = base::MonotonicNs();
@@ -157,8 +170,7 @@ int Server::Run() {
     if (uint64_t now = base::MonotonicNs(); listening_paused_until_ > now) {
       timeout = std::min(timeout, listening_paused_until_ - now);
     }
-    timespec ts{static_cast<time_t>(timeout / 1'000'000'000), static_cast<long>(timeout % 1'000'000'000)};
-    int n = epoll_pwait2(epoll_.get(), events, 64, &ts, nullptr);
+    int n = WaitForEvents(events, 64, timeout);
     if (n < 0 && errno != EINTR) return 1;
     if (sleeping) {
       SetRingsSleeping(false);

@@ -6,6 +6,7 @@
 // concern (docs/architecture.md lists them).
 #pragma once
 
+#include <sys/epoll.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -210,6 +211,7 @@ class Server : public EventRegistry::Observer {
   void UpdateHoldBack();
   size_t RecordsThatFit() const;
   void DeliverInTimeOrder();
+  int WaitForEvents(epoll_event* events, int max_events, uint64_t timeout_ns);
   void AllowWrites(Connection& conn, const Event& event);
   void PumpPipes();
   void PumpRecordStreams();
@@ -239,6 +241,7 @@ class Server : public EventRegistry::Observer {
   base::TscClock tsc_clock_;
   ring::ClockDomain clock_domain_ = ring::ClockDomain::kMonotonic;  // what producers stamp with
   bool running_ = true;
+  bool have_epoll_pwait2_ = true;  // until it fails with ENOSYS
 
   uint64_t next_conn_id_ = 1;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
