@@ -36,6 +36,11 @@ class EventFilters {
   // What events/<system>/<event>/filter reads: "none\n" or the filter's text.
   std::string Read(const Event& event) const;
 
+  // Whether `event` has a filter (set, parsed or not).
+  bool Has(const Event& event) const {
+    size_t slot = event.id - EventRegistry::kFirstId;
+    return slot < states_.size() && states_[slot];
+  }
   // Whether `record` of `event` passes its filter (no filter: yes).
   bool Accepts(const Event& event, const EntryMeta& meta, std::span<const uint8_t> record,
                const CommLookup& comm) const {

@@ -36,6 +36,11 @@ class RecordTaker {
   // `lost_before`: records this instance lost just before this one.
   virtual void Take(const Event& event, const EntryMeta& meta, uint64_t lost_before,
                     std::span<const uint8_t> record) = 0;
+  // Take in place, for the drain loop's common case: where the record's
+  // `size` bytes (common header and payload) go, or null when it must go
+  // through Take (nothing changed then). Only TakeReserved keeps it.
+  virtual uint8_t* Reserve(const Event& event, const EntryMeta& meta, uint32_t size) = 0;
+  virtual void TakeReserved(uint16_t type) = 0;
 };
 
 class Instance {
@@ -118,6 +123,21 @@ class Instance {
       buffer_.Append(meta, record);
     }
   }
+
+  // Whether `event`'s records, when this is the only instance taking them
+  // in, may skip Deliver and Keep for the taker's Reserve: nothing of this
+  // instance looks at them on the way (no trigger, filter or probe).
+  bool HandsOverDirectly(const Event& event) const {
+    return taker_ && tracing_on_ && !usdt_probe_ && Keeps(event.id) && !triggers_.Has(event) &&
+           !filters_.Has(event) && blocking_timeout_ms_ == 0 && !buffer_.overwrite();
+  }
+  // The taker's Reserve while Keep would hand over (the buffer empty and
+  // no loss to report first), else null.
+  uint8_t* ReserveHandOver(const Event& event, const EntryMeta& meta, uint32_t size) {
+    if (buffer_.entries() != 0 || buffer_.pending_lost() != 0) return nullptr;
+    return taker_->Reserve(event, meta, size);
+  }
+  void TakeReserved(uint16_t type) { taker_->TakeReserved(type); }
 
   // The connection whose closing removes this instance (a record session), or 0.
   uint64_t owner() const { return owner_; }
@@ -210,6 +230,15 @@ class InstanceSet {
       }
     }
     if (probe && EventProbeAttached()) FireEventProbe(event.id, meta, record);
+  }
+  // The instance that takes `event`'s records straight to its recorder
+  // (Instance::HandsOverDirectly) when it is the only one taking them in,
+  // else null: then Deliver.
+  Instance* DirectTakerOf(const Event& event) {
+    size_t slot = event.id - EventRegistry::kFirstId;
+    if (slot >= enablers_.size() || enablers_[slot].size() != 1) return nullptr;
+    Instance* instance = enablers_[slot].front();
+    return instance->HandsOverDirectly(event) ? instance : nullptr;
   }
   // How filters name the thread behind a record (COMM).
   void set_comm_lookup(CommLookup comm) { comm_ = std::move(comm); }

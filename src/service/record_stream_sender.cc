@@ -171,6 +171,26 @@ void RecordStreamSender::Take(const Event& event, const EntryMeta& meta, uint64_
   if (unsent_since_ns_ == 0) unsent_since_ns_ = base::MonotonicNs();
 }
 
+uint8_t* RecordStreamSender::Reserve(const Event& event, const EntryMeta& meta, uint32_t size) {
+  const uint32_t slot = std::min<uint32_t>(meta.cpu, cpu_limit_ - 1);
+  if (lost_pending_ != 0 || slot >= page_of_cpu_.size() || !page_of_cpu_[slot] ||
+      out_.size() - out_sent_ > instance_->buffer().capacity()) {
+    return nullptr;
+  }
+  CpuPage& page = *page_of_cpu_[slot];
+  uint8_t* at = page.encoder.Reserve(meta.timestamp, size);
+  if (!at) return nullptr;
+  if (event.id != last_type_ || meta.tid != last_tid_) AnnounceSender(event, meta.pid, meta.tid);
+  reserved_page_ = &page;
+  return at;
+}
+
+void RecordStreamSender::TakeReserved(uint16_t type) {
+  reserved_page_->encoder.Commit();
+  reserved_page_->Count(type);
+  if (unsent_since_ns_ == 0) unsent_since_ns_ = base::MonotonicNs();
+}
+
 void RecordStreamSender::AnnounceSender(const Event& event, uint32_t pid, uint32_t tid) {
   if (!TypeSent(event.id)) AppendEventType(event);
   if (tid != last_tid_ && !tasks_sent_.contains(tid)) AppendTask(pid, tid);

@@ -63,6 +63,11 @@ class RecordStreamSender final : public RecordTaker {
   // beyond it records are counted as lost.
   void Take(const Event& event, const EntryMeta& meta, uint64_t lost_before,
             std::span<const uint8_t> record) override;
+  // Take in place: a room on the record's cpu page while nothing is lost or
+  // backed up and the record follows on the page; null sends it to Take,
+  // which finishes full pages and marks losses.
+  uint8_t* Reserve(const Event& event, const EntryMeta& meta, uint32_t size) override;
+  void TakeReserved(uint16_t type) override;
 
  private:
   // One records frame of a batch: its header, after any frames before it,
@@ -144,6 +149,7 @@ class RecordStreamSender final : public RecordTaker {
   const uint32_t cpu_limit_;  // cpus beyond the machine's are folded onto its last
   std::vector<std::unique_ptr<CpuPage>> page_of_cpu_;
   uint64_t lost_pending_ = 0;
+  CpuPage* reserved_page_ = nullptr;  // of the last Reserve
   uint64_t unsent_since_ns_ = 0;  // 0: every page is empty
 };
 

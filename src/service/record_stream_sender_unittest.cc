@@ -354,6 +354,64 @@ TEST_F(PageStreamSenderTest, HandedOverRecordsSkipTheBufferAndKeepTheirOrder) {
   ExpectOneThreadsRecordsInOrder(Decode(received_), kRecords);
 }
 
+// The drain loop's common case: the record is built in its page.
+TEST_F(PageStreamSenderTest, RecordsBuiltInPlaceJoinTheTakenOnesInOrder) {
+  instance_.set_taker(&*sender_);
+  ASSERT_TRUE(instance_.HandsOverDirectly(*event_));
+  const uint64_t kRecords = 20000;
+  uint64_t in_place = 0;
+  for (uint64_t seq = 0; seq < kRecords; ++seq) {
+    const EntryMeta meta{seq, 1, 2, 0};
+    auto record = Record(seq);
+    if (uint8_t* at = instance_.ReserveHandOver(*event_, meta, record.size())) {
+      std::memcpy(at, record.data(), record.size());
+      instance_.TakeReserved(static_cast<uint16_t>(event_->id));
+      ++in_place;
+    } else {
+      instance_.Keep(*event_, meta, record);  // a page's first record, or a full page
+    }
+    if (seq % 1000 == 999) {
+      int result = sender_->Pump();
+      ASSERT_TRUE(result == 0 || result == EAGAIN) << result;
+      ReadAvailable();
+    }
+  }
+  EXPECT_GT(in_place, kRecords * 9 / 10);
+  EndAndReadAll();
+  ExpectOneThreadsRecordsInOrder(Decode(received_), kRecords);
+}
+
+TEST_F(PageStreamSenderTest, NothingIsBuiltInPlaceBeforeALossOrBehindTheBuffer) {
+  instance_.set_taker(&*sender_);
+  KeepRecords(0, 1);  // the cpu's page is started
+  const EntryMeta meta{1, 1, 2, 0};
+  EXPECT_NE(instance_.ReserveHandOver(*event_, meta, 40), nullptr);
+  instance_.buffer().NoteLost(3);
+  EXPECT_EQ(instance_.ReserveHandOver(*event_, meta, 40), nullptr) << "Take marks the loss first";
+  KeepRecords(1, 1);
+  EXPECT_NE(instance_.ReserveHandOver(*event_, meta, 40), nullptr);
+  auto record = Record(2);
+  instance_.set_taker(nullptr);
+  instance_.Keep(*event_, meta, record);
+  instance_.set_taker(&*sender_);
+  EXPECT_EQ(instance_.ReserveHandOver(*event_, meta, 40), nullptr) << "the buffered record goes first";
+}
+
+TEST_F(PageStreamSenderTest, AnInstanceThatLooksAtRecordsDoesNotHandThemOverInPlace) {
+  EXPECT_FALSE(instance_.HandsOverDirectly(*event_)) << "no taker";
+  instance_.set_taker(&*sender_);
+  EXPECT_TRUE(instance_.HandsOverDirectly(*event_));
+  ASSERT_EQ(instance_.filters().Write(*event_, "seq > 3", &instance_.error_log()), 0);
+  EXPECT_FALSE(instance_.HandsOverDirectly(*event_)) << "a filter";
+  ASSERT_EQ(instance_.filters().Write(*event_, "0", &instance_.error_log()), 0);
+  EXPECT_TRUE(instance_.HandsOverDirectly(*event_));
+  instance_.set_blocking_timeout_ms(100);
+  EXPECT_FALSE(instance_.HandsOverDirectly(*event_)) << "--block waits on the buffer";
+  instance_.set_blocking_timeout_ms(0);
+  instance_.set_tracing_on(false);
+  EXPECT_FALSE(instance_.HandsOverDirectly(*event_)) << "tracing off";
+}
+
 TEST_F(PageStreamSenderTest, WhatTheBufferHoldsGoesBeforeHandedOverRecords) {
   AppendRecords(0, 100);  // kept while another reader shared the buffer, say
   instance_.set_taker(&*sender_);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/short_copy.h"
 #include "base/tsc.h"
 #include "schema/event_description.h"
 #include "service/run_merge.h"
@@ -24,6 +25,14 @@ constexpr uint64_t kMaxPassNs = 20'000'000;
 // The largest record a ring can hand over, with its common header: what a
 // holding-back instance must have room for, per record drained.
 constexpr size_t kMaxRecordBytes = schema::kCommonHeaderSize + ring::kMaxPayload;
+
+// The common header the kernel puts in front of a user event's payload.
+void WriteCommonHeader(uint8_t* record, uint16_t type, uint32_t pid) {
+  std::memcpy(record, &type, 2);
+  record[2] = 0;  // flags
+  record[3] = 0;  // preempt count
+  std::memcpy(record + 4, &pid, 4);
+}
 
 }  // namespace
 
@@ -135,6 +144,12 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
   // changes (nothing here changes events or permissions).
   uint32_t last_type = UINT32_MAX;
   const Event* last_allowed = nullptr;  // the event of last_type if this producer may write it
+  // The instance that takes last_type's records straight to its recorder
+  // (InstanceSet::DirectTakerOf), when the records are delivered as they are
+  // drained. Looked up again at each change of type: a trigger that fired on
+  // another type's record may have changed what it keeps.
+  Instance* direct = nullptr;
+  const uint32_t pid = src.tid;
   return src.reader->DrainHeads(
       [&](const ring::RecordHead& rec, const ring::PayloadSource& payload) {
         if (rec.type != last_type) {
@@ -142,31 +157,38 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
           bool allowed = found && (!writable || (*writable)[rec.type - EventRegistry::kFirstId]);
           last_type = rec.type;
           last_allowed = allowed ? found : nullptr;
+          direct = last_allowed && delivered_now ? instances_->DirectTakerOf(*last_allowed) : nullptr;
         }
         const Event* event = last_allowed;
         if (!event || rec.payload_size < event->desc.min_size) {
           ++records_rejected_;
           return;
         }
-        size_t offset = arena_.size();
-        uint32_t record_size = schema::kCommonHeaderSize + rec.payload_size;
-        uint8_t* r = arena_.Extend(record_size);
-        uint16_t type = rec.type;
-        uint32_t pid = src.tid;
-        std::memcpy(r, &type, 2);
-        r[2] = 0;  // flags
-        r[3] = 0;  // preempt count
-        std::memcpy(r + 4, &pid, 4);
+        const uint32_t record_size = schema::kCommonHeaderSize + rec.payload_size;
+        const uint64_t stamp = std::min(rec.timestamp, latest);
+        const EntryMeta meta{tsc ? tsc_clock_.ToMonotonic(stamp) : stamp, static_cast<uint32_t>(src.pid), src.tid,
+                             rec.cpu};
+        // The record is checked where it is built: in the recorder's page,
+        // or in the arena.
+        uint8_t* const in_page = direct ? direct->ReserveHandOver(*event, meta, record_size) : nullptr;
+        const size_t offset = arena_.size();
+        uint8_t* const r = in_page ? in_page : arena_.Extend(record_size);
+        WriteCommonHeader(r, rec.type, pid);
         payload.CopyTo(r + schema::kCommonHeaderSize);
-        if (!schema::LocsValid(event->locs.data(), event->locs.size(), r, record_size)) {
-          arena_.Truncate(offset);
-          ++records_rejected_;
+        const bool valid = schema::LocsValid(event->locs.data(), event->locs.size(), r, record_size);
+        if (in_page) {  // kept unless invalid
+          if (valid) {
+            direct->TakeReserved(rec.type);
+            ++*delivered_now;
+          } else {
+            ++records_rejected_;
+          }
           return;
         }
-        uint64_t stamp = std::min(rec.timestamp, latest);
-        uint64_t ts = tsc ? tsc_clock_.ToMonotonic(stamp) : stamp;
-        EntryMeta meta{ts, static_cast<uint32_t>(src.pid), src.tid, rec.cpu};
-        if (delivered_now) {
+        if (!valid) {
+          arena_.Truncate(offset);
+          ++records_rejected_;
+        } else if (delivered_now) {
           instances_->Deliver(*event, meta, {r, record_size});
           arena_.Truncate(offset);
           ++*delivered_now;
@@ -180,11 +202,23 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
 // Each ring's run is in time order already (one thread, one clock), so the
 // runs are merged rather than sorted.
 void Server::DeliverInTimeOrder() {
+  const Event* last_event = nullptr;
+  Instance* direct = nullptr;  // as in DrainRing
   MergeRunsInTimeOrder(
       runs_, [&](size_t i) { return drained_[i].meta.timestamp; },
       [&](size_t i) {
         const DrainedRecord& d = drained_[i];
-        instances_->Deliver(*d.event, d.meta, std::span<const uint8_t>(arena_.data() + d.offset, d.size));
+        const uint8_t* record = arena_.data() + d.offset;
+        if (d.event != last_event) {
+          last_event = d.event;
+          direct = instances_->DirectTakerOf(*d.event);
+        }
+        if (uint8_t* in_page = direct ? direct->ReserveHandOver(*d.event, d.meta, d.size) : nullptr) {
+          base::CopyShort(in_page, record, d.size);
+          direct->TakeReserved(d.event->id);
+        } else {
+          instances_->Deliver(*d.event, d.meta, std::span<const uint8_t>(record, d.size));
+        }
       });
 }
 

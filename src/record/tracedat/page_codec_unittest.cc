@@ -155,6 +155,44 @@ TEST(PageEncoderTest, TimestampGoingBackIsClampedNotWrapped) {
   EXPECT_EQ(decoded.records[1].timestamp, 1000u);
 }
 
+TEST(PageEncoderTest, OnlyACommittedReservationIsKept) {
+  PageEncoder encoder;
+  uint8_t* first = encoder.Reserve(500, 8);
+  ASSERT_NE(first, nullptr) << "a small record on an empty page";
+  std::memset(first, 0xaa, 8);
+  encoder.Commit();
+  uint8_t* dropped = encoder.Reserve(600, 12);
+  ASSERT_NE(dropped, nullptr);
+  std::memset(dropped, 0xbb, 12);  // not committed: the next one takes its place
+  uint8_t* second = encoder.Reserve(700, 5);
+  ASSERT_EQ(second, dropped);
+  std::memset(second, 0xcc, 5);
+  encoder.Commit();
+  EXPECT_EQ(encoder.Reserve(600, 8), nullptr) << "going back in time takes the general way";
+  EXPECT_EQ(encoder.Reserve(700 + (1ull << 27), 8), nullptr) << "so does a delta that needs an extend";
+  EXPECT_EQ(encoder.Reserve(800, 113), nullptr) << "and a record with a length word";
+
+  int missed = 0;
+  std::vector<Event> walked = WalkWithKbuffer(Finished(encoder), &missed);
+  ASSERT_EQ(walked.size(), 2u);
+  EXPECT_EQ(walked[0].timestamp, 500u);
+  EXPECT_EQ(walked[0].data, std::vector<uint8_t>(8, 0xaa));
+  EXPECT_EQ(walked[1].timestamp, 700u);
+  EXPECT_EQ(walked[1].data, PaddedTo4(std::vector<uint8_t>(5, 0xcc)));
+}
+
+TEST(PageEncoderTest, ReserveRefusesWhatAFullPageCannotTake) {
+  PageEncoder encoder;
+  size_t kept = 0;
+  while (uint8_t* at = encoder.Reserve(kept, 100)) {
+    std::memset(at, 1, 100);
+    encoder.Commit();
+    ++kept;
+  }
+  EXPECT_EQ(kept, (kPageSize - kPageHeaderSize) / 104);
+  EXPECT_FALSE(encoder.Append(kept, Payload(100, 0))) << "Append agrees the page is full";
+}
+
 TEST(PageDecoderTest, RejectsMalformedPages) {
   PageEncoder encoder;
   ASSERT_TRUE(encoder.Append(5, Payload(40, 0)));

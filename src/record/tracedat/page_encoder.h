@@ -23,24 +23,43 @@ class PageEncoder {
   // changing nothing, when it does not fit; the caller then finishes the page
   // and appends to the next one.
   bool Append(uint64_t timestamp, std::span<const uint8_t> data) {
-    // Most records are small and follow one another closely on a started
-    // page: one header word and the data. The rest goes the general way.
     uint32_t size = static_cast<uint32_t>(data.size());
-    if (used_ == 0 || size - 1 >= kSmallDataLimit || timestamp < last_timestamp_ ||
-        timestamp - last_timestamp_ > kMaxTimeDelta) {
-      return AppendInGeneral(timestamp, data);
+    if (uint8_t* at = Reserve(timestamp, size)) {
+      base::CopyShort(at, data.data(), size);
+      Commit();
+      return true;
+    }
+    return AppendInGeneral(timestamp, data);
+  }
+
+  // Append in two steps, for a caller that writes the data in place: where
+  // `size` bytes of data stamped `timestamp` go, or null when the record
+  // needs the general way (Append) or does not fit. Only Commit() keeps it;
+  // another Reserve replaces it.
+  // Most records are small and follow one another closely: one header word
+  // and the data.
+  uint8_t* Reserve(uint64_t timestamp, uint32_t size) {
+    if (size - 1 >= kSmallDataLimit) return nullptr;
+    uint64_t delta = 0;
+    if (used_ != 0) {
+      if (timestamp < last_timestamp_ || timestamp - last_timestamp_ > kMaxTimeDelta) return nullptr;
+      delta = timestamp - last_timestamp_;
     }
     uint32_t padded = (size + 3) & ~3u;
-    if (used_ + 4 + padded > room_) return false;
+    if (used_ + 4 + padded > room_) return nullptr;
+    if (used_ == 0) std::memcpy(page_.data(), &timestamp, sizeof(timestamp));  // the page's base
     uint8_t* at = page_.data() + kPageHeaderSize + used_;
-    uint32_t header = padded / 4 | static_cast<uint32_t>(timestamp - last_timestamp_) << kTypeLenBits;
+    uint32_t header = padded / 4 | static_cast<uint32_t>(delta) << kTypeLenBits;
     const uint32_t zero = 0;
     std::memcpy(at, &header, sizeof(header));
     std::memcpy(at + padded, &zero, sizeof(zero));  // the padding (the data overwrites the rest)
-    base::CopyShort(at + 4, data.data(), size);
-    used_ += 4 + padded;
-    last_timestamp_ = timestamp;
-    return true;
+    reserved_bytes_ = 4 + padded;
+    reserved_timestamp_ = timestamp;
+    return at + 4;
+  }
+  void Commit() {
+    used_ += reserved_bytes_;
+    last_timestamp_ = reserved_timestamp_;
   }
 
   // Flags the page as following `count` lost events (stored after the data,
@@ -68,6 +87,8 @@ class PageEncoder {
   uint32_t used_ = 0;  // bytes of event data written after the page header
   uint32_t room_ = kFullRoom;  // bytes for events, less the stored lost count if marked
   uint64_t last_timestamp_ = 0;
+  uint32_t reserved_bytes_ = 0;  // of the last Reserve: event header and padded data
+  uint64_t reserved_timestamp_ = 0;
   uint64_t lost_before_ = 0;
   bool lost_marked_ = false;
 };

@@ -1,0 +1,48 @@
+#!/bin/bash
+# Consumer CPU per recorded event, for A/B runs of two builds in the same
+# minutes: starts a private udiagd, `udiag record -e flood` into trace.dat
+# and N flood_producer processes beside it, then prints what was recorded
+# and lost and the daemon's and the recorder's CPU (from /proc) per
+# recorded event.
+#
+#   bench/record_cost.sh BUILD_DIR PRODUCERS SECONDS [RATE]
+#
+# RATE paces each producer at RATE events/s (default: full speed). BUILD_DIR
+# needs -DUDIAG_BUILD_BENCH=ON (for flood_producer).
+set -euo pipefail
+if [ $# -lt 3 ] || [ "$1" = --help ]; then
+  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+  [ "${1:-}" = --help ]; exit
+fi
+build=$1 producers=$2 seconds=$3 rate=${4:-0}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+"$build/bin/udiagd" --dir "$work/daemon" >/dev/null 2>&1 &
+daemon=$!
+for _ in $(seq 50); do [ -S "$work/daemon/control.sock" ] && break; sleep 0.1; done
+UDIAG_DIR="$work/daemon" "$build/bin/udiag" record -e flood -o "$work/out.dat" 2>"$work/record.err" &
+recorder=$!
+sleep 0.5  # the recording's instance and auto-enable are in place
+daemon_before=$(ticks $daemon) recorder_before=$(ticks $recorder)
+pids=()
+for i in $(seq "$producers"); do
+  UDIAG_DIR="$work/daemon" "$build/bin/flood_producer" "$seconds" "$rate" >"$work/producer$i.out" 2>&1 &
+  pids+=($!)
+done
+wait "${pids[@]}"
+daemon_ticks=$(( $(ticks $daemon) - daemon_before )) recorder_ticks=$(( $(ticks $recorder) - recorder_before ))
+kill -INT $recorder; wait $recorder
+kill $daemon; wait $daemon 2>/dev/null || true
+
+written=$(awk '{s += $2} END {print s}' "$work"/producer*.out)
+recorded=$(sed -n 's/^udiag record: \([0-9]*\) events.*/\1/p' "$work/record.err")
+python3 - "$written" "${recorded:-0}" "$daemon_ticks" "$recorder_ticks" "$(getconf CLK_TCK)" "$seconds" <<'PY'
+import sys
+written, recorded, daemon, recorder, hz, secs = (float(x) for x in sys.argv[1:])
+ns = lambda ticks: ticks / hz * 1e9 / max(recorded, 1)
+print(f"recorded {recorded / 1e6:.2f} M ({recorded / secs / 1e6:.2f} M/s), "
+      f"lost {100 * (1 - recorded / written) if written else 0:.1f} % of {written / 1e6:.2f} M written; "
+      f"daemon {ns(daemon):.1f} ns, recorder {ns(recorder):.1f} ns per recorded event")
+PY
