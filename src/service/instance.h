@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "record/tracedat/page_encoder.h"
 #include "service/error_log.h"
 #include "service/event_filters.h"
 #include "service/event_probe.h"
@@ -36,11 +37,14 @@ class RecordTaker {
   // `lost_before`: records this instance lost just before this one.
   virtual void Take(const Event& event, const EntryMeta& meta, uint64_t lost_before,
                     std::span<const uint8_t> record) = 0;
-  // Take in place, for the drain loop's common case: where the record's
-  // `size` bytes (common header and payload) go, or null when it must go
-  // through Take (nothing changed then). Only TakeReserved keeps it.
-  virtual uint8_t* Reserve(const Event& event, const EntryMeta& meta, uint32_t size) = 0;
-  virtual void TakeReserved(uint16_t type) = 0;
+  // Take in place, a run at a time, for the drain loop's common case: the
+  // page that `event`'s next records from meta's thread and cpu are built
+  // in (PageEncoder::Reserve, Commit) while they fit on it, or null when
+  // the next record must go through Take (a loss to mark, a backlog, no
+  // page started). Nothing else reaches the taker before EndRun, which
+  // says how many records the run committed.
+  virtual record::tracedat::PageEncoder* StartRun(const Event& event, const EntryMeta& meta) = 0;
+  virtual void EndRun(uint16_t type, uint32_t records) = 0;
 };
 
 class Instance {
@@ -125,19 +129,20 @@ class Instance {
   }
 
   // Whether `event`'s records, when this is the only instance taking them
-  // in, may skip Deliver and Keep for the taker's Reserve: nothing of this
-  // instance looks at them on the way (no trigger, filter or probe).
+  // in, may skip Deliver and Keep for a run in the taker's page (PageRun):
+  // nothing of this instance looks at them on the way (no trigger, filter
+  // or probe).
   bool HandsOverDirectly(const Event& event) const {
     return taker_ && tracing_on_ && !usdt_probe_ && Keeps(event.id) && !triggers_.Has(event) &&
            !filters_.Has(event) && blocking_timeout_ms_ == 0 && !buffer_.overwrite();
   }
-  // The taker's Reserve while Keep would hand over (the buffer empty and
+  // The taker's StartRun while Keep would hand over (the buffer empty and
   // no loss to report first), else null.
-  uint8_t* ReserveHandOver(const Event& event, const EntryMeta& meta, uint32_t size) {
+  record::tracedat::PageEncoder* StartHandOverRun(const Event& event, const EntryMeta& meta) {
     if (buffer_.entries() != 0 || buffer_.pending_lost() != 0) return nullptr;
-    return taker_->Reserve(event, meta, size);
+    return taker_->StartRun(event, meta);
   }
-  void TakeReserved(uint16_t type) { taker_->TakeReserved(type); }
+  void EndHandOverRun(uint16_t type, uint32_t records) { taker_->EndRun(type, records); }
 
   // The connection whose closing removes this instance (a record session), or 0.
   uint64_t owner() const { return owner_; }

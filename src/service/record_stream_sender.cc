@@ -171,23 +171,20 @@ void RecordStreamSender::Take(const Event& event, const EntryMeta& meta, uint64_
   if (unsent_since_ns_ == 0) unsent_since_ns_ = base::MonotonicNs();
 }
 
-uint8_t* RecordStreamSender::Reserve(const Event& event, const EntryMeta& meta, uint32_t size) {
+record::tracedat::PageEncoder* RecordStreamSender::StartRun(const Event& event, const EntryMeta& meta) {
   const uint32_t slot = std::min<uint32_t>(meta.cpu, cpu_limit_ - 1);
   if (lost_pending_ != 0 || slot >= page_of_cpu_.size() || !page_of_cpu_[slot] ||
       out_.size() - out_sent_ > instance_->buffer().capacity()) {
     return nullptr;
   }
-  CpuPage& page = *page_of_cpu_[slot];
-  uint8_t* at = page.encoder.Reserve(meta.timestamp, size);
-  if (!at) return nullptr;
   if (event.id != last_type_ || meta.tid != last_tid_) AnnounceSender(event, meta.pid, meta.tid);
-  reserved_page_ = &page;
-  return at;
+  run_page_ = page_of_cpu_[slot].get();
+  return &run_page_->encoder;
 }
 
-void RecordStreamSender::TakeReserved(uint16_t type) {
-  reserved_page_->encoder.Commit();
-  reserved_page_->Count(type);
+void RecordStreamSender::EndRun(uint16_t type, uint32_t records) {
+  if (records == 0) return;
+  run_page_->Count(type, records);
   if (unsent_since_ns_ == 0) unsent_since_ns_ = base::MonotonicNs();
 }
 

@@ -63,11 +63,11 @@ class RecordStreamSender final : public RecordTaker {
   // beyond it records are counted as lost.
   void Take(const Event& event, const EntryMeta& meta, uint64_t lost_before,
             std::span<const uint8_t> record) override;
-  // Take in place: a room on the record's cpu page while nothing is lost or
-  // backed up and the record follows on the page; null sends it to Take,
-  // which finishes full pages and marks losses.
-  uint8_t* Reserve(const Event& event, const EntryMeta& meta, uint32_t size) override;
-  void TakeReserved(uint16_t type) override;
+  // Take in place (RecordTaker): the record's cpu page while nothing is
+  // lost or backed up and the page is started; otherwise null, and Take
+  // starts pages, finishes full ones and marks losses.
+  record::tracedat::PageEncoder* StartRun(const Event& event, const EntryMeta& meta) override;
+  void EndRun(uint16_t type, uint32_t records) override;
 
  private:
   // One records frame of a batch: its header, after any frames before it,
@@ -95,9 +95,9 @@ class RecordStreamSender final : public RecordTaker {
     record::tracedat::PageEncoder encoder;
     uint32_t events = 0;
     uint32_t only_type = 0;  // 0: none yet, or several
-    void Count(uint16_t type) {
+    void Count(uint16_t type, uint32_t records = 1) {
       only_type = events == 0 || only_type == type ? type : 0;
-      ++events;
+      events += records;
     }
   };
 
@@ -149,7 +149,7 @@ class RecordStreamSender final : public RecordTaker {
   const uint32_t cpu_limit_;  // cpus beyond the machine's are folded onto its last
   std::vector<std::unique_ptr<CpuPage>> page_of_cpu_;
   uint64_t lost_pending_ = 0;
-  CpuPage* reserved_page_ = nullptr;  // of the last Reserve
+  CpuPage* run_page_ = nullptr;  // of the last StartRun
   uint64_t unsent_since_ns_ = 0;  // 0: every page is empty
 };
 

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "record/tracedat/page_decoder.h"
+#include "service/page_run.h"
 #include "service/status_page.h"
 #include "service/test_observer.h"
 
@@ -354,47 +356,64 @@ TEST_F(PageStreamSenderTest, HandedOverRecordsSkipTheBufferAndKeepTheirOrder) {
   ExpectOneThreadsRecordsInOrder(Decode(received_), kRecords);
 }
 
-// The drain loop's common case: the record is built in its page.
+// The drain loop's common case: records built in their page, a run at a
+// time (PageRun), among records that go through Keep and Take.
 TEST_F(PageStreamSenderTest, RecordsBuiltInPlaceJoinTheTakenOnesInOrder) {
+  Event* other = registry_.FindOrCreate("other u64 seq; u64 b; u64 c; u64 d", false, false).value();
   instance_.set_taker(&*sender_);
   ASSERT_TRUE(instance_.HandsOverDirectly(*event_));
   const uint64_t kRecords = 20000;
   uint64_t in_place = 0;
+  PageRun run;
   for (uint64_t seq = 0; seq < kRecords; ++seq) {
-    const EntryMeta meta{seq, 1, 2, 0};
+    // Every 100th record is of another event, and every 300th from another cpu.
+    Event* event = seq % 100 == 99 ? other : event_;
+    const EntryMeta meta{seq, 1, 2, static_cast<uint16_t>(seq % 300 == 299 ? 1 : 0)};
     auto record = Record(seq);
-    if (uint8_t* at = instance_.ReserveHandOver(*event_, meta, record.size())) {
+    const auto type = static_cast<uint16_t>(event->id);
+    std::memcpy(record.data(), &type, sizeof(type));
+    if (uint8_t* at = run.Reserve(&instance_, *event, meta, record.size())) {
       std::memcpy(at, record.data(), record.size());
-      instance_.TakeReserved(static_cast<uint16_t>(event_->id));
+      run.Commit();
       ++in_place;
     } else {
-      instance_.Keep(*event_, meta, record);  // a page's first record, or a full page
+      instance_.Keep(*event, meta, record);  // a cpu's first record, or a full page
     }
     if (seq % 1000 == 999) {
+      run.End();
       int result = sender_->Pump();
       ASSERT_TRUE(result == 0 || result == EAGAIN) << result;
       ReadAvailable();
     }
   }
+  run.End();
   EXPECT_GT(in_place, kRecords * 9 / 10);
   EndAndReadAll();
-  ExpectOneThreadsRecordsInOrder(Decode(received_), kRecords);
+  Decoded d = Decode(received_);  // checks each page frame's counts against its page
+  EXPECT_EQ(d.event_types, 2);
+  EXPECT_EQ(d.lost, 0u);
+  ASSERT_EQ(d.seqs.size(), kRecords);
+  std::sort(d.seqs.begin(), d.seqs.end());  // two cpus' pages
+  for (uint64_t i = 0; i < kRecords; ++i) ASSERT_EQ(d.seqs[i], i);
 }
 
-TEST_F(PageStreamSenderTest, NothingIsBuiltInPlaceBeforeALossOrBehindTheBuffer) {
+TEST_F(PageStreamSenderTest, NoRunStartsBeforeALossOrBehindTheBuffer) {
   instance_.set_taker(&*sender_);
   KeepRecords(0, 1);  // the cpu's page is started
   const EntryMeta meta{1, 1, 2, 0};
-  EXPECT_NE(instance_.ReserveHandOver(*event_, meta, 40), nullptr);
+  PageRun run;
+  EXPECT_NE(run.Reserve(&instance_, *event_, meta, 40), nullptr);
+  run.End();
   instance_.buffer().NoteLost(3);
-  EXPECT_EQ(instance_.ReserveHandOver(*event_, meta, 40), nullptr) << "Take marks the loss first";
+  EXPECT_EQ(run.Reserve(&instance_, *event_, meta, 40), nullptr) << "Take marks the loss first";
   KeepRecords(1, 1);
-  EXPECT_NE(instance_.ReserveHandOver(*event_, meta, 40), nullptr);
+  EXPECT_NE(run.Reserve(&instance_, *event_, meta, 40), nullptr);
+  run.End();
   auto record = Record(2);
   instance_.set_taker(nullptr);
   instance_.Keep(*event_, meta, record);
   instance_.set_taker(&*sender_);
-  EXPECT_EQ(instance_.ReserveHandOver(*event_, meta, 40), nullptr) << "the buffered record goes first";
+  EXPECT_EQ(run.Reserve(&instance_, *event_, meta, 40), nullptr) << "the buffered record goes first";
 }
 
 TEST_F(PageStreamSenderTest, AnInstanceThatLooksAtRecordsDoesNotHandThemOverInPlace) {

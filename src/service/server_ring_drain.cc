@@ -8,6 +8,7 @@
 #include "base/short_copy.h"
 #include "base/tsc.h"
 #include "schema/event_description.h"
+#include "service/page_run.h"
 #include "service/run_merge.h"
 
 namespace udiag::service {
@@ -149,8 +150,9 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
   // drained. Looked up again at each change of type: a trigger that fired on
   // another type's record may have changed what it keeps.
   Instance* direct = nullptr;
+  PageRun run;
   const uint32_t pid = src.tid;
-  return src.reader->DrainHeads(
+  const size_t drained = src.reader->DrainHeads(
       [&](const ring::RecordHead& rec, const ring::PayloadSource& payload) {
         if (rec.type != last_type) {
           const Event* found = registry_->FindById(rec.type);
@@ -170,7 +172,7 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
                              rec.cpu};
         // The record is checked where it is built: in the recorder's page,
         // or in the arena.
-        uint8_t* const in_page = direct ? direct->ReserveHandOver(*event, meta, record_size) : nullptr;
+        uint8_t* const in_page = direct ? run.Reserve(direct, *event, meta, record_size) : nullptr;
         const size_t offset = arena_.size();
         uint8_t* const r = in_page ? in_page : arena_.Extend(record_size);
         WriteCommonHeader(r, rec.type, pid);
@@ -178,7 +180,7 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
         const bool valid = schema::LocsValid(event->locs.data(), event->locs.size(), r, record_size);
         if (in_page) {  // kept unless invalid
           if (valid) {
-            direct->TakeReserved(rec.type);
+            run.Commit();
             ++*delivered_now;
           } else {
             ++records_rejected_;
@@ -189,6 +191,7 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
           arena_.Truncate(offset);
           ++records_rejected_;
         } else if (delivered_now) {
+          run.End();
           instances_->Deliver(*event, meta, {r, record_size});
           arena_.Truncate(offset);
           ++*delivered_now;
@@ -197,6 +200,8 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
         }
       },
       max_records);
+  run.End();
+  return drained;
 }
 
 // Each ring's run is in time order already (one thread, one clock), so the
@@ -204,6 +209,7 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
 void Server::DeliverInTimeOrder() {
   const Event* last_event = nullptr;
   Instance* direct = nullptr;  // as in DrainRing
+  PageRun run;
   MergeRunsInTimeOrder(
       runs_, [&](size_t i) { return drained_[i].meta.timestamp; },
       [&](size_t i) {
@@ -213,13 +219,15 @@ void Server::DeliverInTimeOrder() {
           last_event = d.event;
           direct = instances_->DirectTakerOf(*d.event);
         }
-        if (uint8_t* in_page = direct ? direct->ReserveHandOver(*d.event, d.meta, d.size) : nullptr) {
+        if (uint8_t* in_page = direct ? run.Reserve(direct, *d.event, d.meta, d.size) : nullptr) {
           base::CopyShort(in_page, record, d.size);
-          direct->TakeReserved(d.event->id);
+          run.Commit();
         } else {
+          run.End();
           instances_->Deliver(*d.event, d.meta, std::span<const uint8_t>(record, d.size));
         }
       });
+  run.End();
 }
 
 }  // namespace udiag::service
