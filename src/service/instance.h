@@ -65,6 +65,9 @@ class Instance {
   // shows a '*'. Only an enabled event's records are kept.
   bool InSoftMode(uint32_t id) const { return soft_refs_.contains(id); }
   bool Keeps(uint32_t id) const { return soft_refs_.empty() || IsEnabled(id); }
+  // Whether any event's records come in: enabled, or in soft mode (triggers).
+  bool TakesEventsIn() const { return !enabled_.empty() || !soft_refs_.empty(); }
+  bool HasSoftMode() const { return !soft_refs_.empty(); }
   // enable_event/disable_event firing: the event stays registered by its soft mode.
   void SetSoftEnabled(uint32_t id, bool on) {
     if (on) {
@@ -244,6 +247,14 @@ class InstanceSet {
     if (slot >= enablers_.size() || enablers_[slot].size() != 1) return nullptr;
     Instance* instance = enablers_[slot].front();
     return instance->HandsOverDirectly(event) ? instance : nullptr;
+  }
+  // Whether `only` is the one instance taking any event's records in.
+  bool OnlyOneTakesEventsIn(const Instance& only) const {
+    if (&top_ != &only && top_.TakesEventsIn()) return false;
+    for (const auto& [_, instance] : named_) {
+      if (instance.get() != &only && instance->TakesEventsIn()) return false;
+    }
+    return true;
   }
   // How filters name the thread behind a record (COMM).
   void set_comm_lookup(CommLookup comm) { comm_ = std::move(comm); }

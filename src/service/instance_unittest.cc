@@ -60,5 +60,35 @@ TEST(InstanceTest, HoldsBackOnlyWhenAskedAndWhileReadInTime) {
   registry.Put(*event);
 }
 
+// What lets the drain loop leave the rings alone for a full recorder, or
+// skip delivery for a run in its page: nobody else takes the event in.
+TEST(InstanceTest, TheOnlyInstanceTakingEventsInAndTheDirectTaker) {
+  StatusPage page = std::move(StatusPage::Create(EventRegistry::kFirstId, 64)).value();
+  RecordingObserver observer;
+  EventRegistry registry(&page, &observer);
+  InstanceSet instances(&registry);
+  ASSERT_EQ(instances.Create("rec", 0), 0);
+  Instance& rec = *instances.Find("rec");
+  auto event = registry.FindOrCreate("only_test u32 n", false, false);
+  ASSERT_TRUE(event.ok());
+  EXPECT_TRUE(instances.OnlyOneTakesEventsIn(rec)) << "nobody takes anything in";
+  instances.SetEnabled(rec, *event, true);
+  EXPECT_TRUE(instances.OnlyOneTakesEventsIn(rec));
+  EXPECT_EQ(instances.DirectTakerOf(**event), nullptr) << "no recorder takes its records";
+  instances.SetEnabled(instances.top(), *event, true);
+  EXPECT_FALSE(instances.OnlyOneTakesEventsIn(rec)) << "the top instance takes it in too";
+  EXPECT_FALSE(instances.OnlyOneTakesEventsIn(instances.top()));
+  instances.SetEnabled(instances.top(), *event, false);
+  EXPECT_TRUE(instances.OnlyOneTakesEventsIn(rec));
+  ASSERT_EQ(instances.Create("other", 0), 0);
+  instances.SetSoftMode(*instances.Find("other"), *event, true);
+  EXPECT_FALSE(instances.OnlyOneTakesEventsIn(rec)) << "a trigger's soft mode takes records in";
+  EXPECT_TRUE(instances.Find("other")->HasSoftMode());
+  instances.SetSoftMode(*instances.Find("other"), *event, false);
+  EXPECT_TRUE(instances.OnlyOneTakesEventsIn(rec));
+  instances.SetEnabled(rec, *event, false);
+  registry.Put(*event);
+}
+
 }  // namespace
 }  // namespace udiag::service

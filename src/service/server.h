@@ -209,6 +209,7 @@ class Server : public EventRegistry::Observer {
   DrainTotals DrainRings();
   size_t DrainRing(RingSource& src, size_t max_records, size_t* delivered_now);
   void UpdateHoldBack();
+  bool OnlyConsumerIsAFullRecorder() const;
   size_t RecordsThatFit() const;
   void DeliverInTimeOrder();
   int WaitForEvents(epoll_event* events, int max_events, uint64_t timeout_ns);

@@ -52,6 +52,7 @@ Server::DrainTotals Server::DrainRings() {
   // as they are drained, through the same few bytes of arena.
   const bool deliver_now = rings_.size() == 1;
   for (int round = 0; round < kMaxRounds; ++round) {
+    if (OnlyConsumerIsAFullRecorder()) break;
     drained_.clear();
     arena_.Clear();
     runs_.clear();
@@ -95,6 +96,23 @@ Server::DrainTotals Server::DrainRings() {
     return done;
   });
   return total;
+}
+
+// A recorder that is the only consumer and has no room in its stream: the
+// rings are left as they are until it pokes us, and their producers drop
+// what does not fit and count it, which costs nobody anything. Draining them
+// would move the same loss here, after the work of checking and encoding
+// each event, and leave the recorder less of the CPU it needs to catch up.
+bool Server::OnlyConsumerIsAFullRecorder() const {
+  for (const auto& [_, conn] : connections_) {
+    if (!conn->record_stream || !conn->stream_waits) continue;
+    const Instance* instance = conn->record_stream->instance();
+    if (instance->taker() == conn->record_stream.get() && !instance->HasSoftMode() &&
+        instances_->OnlyOneTakesEventsIn(*instance)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // Which instances hold their events back (blocking_timeout_ms), and how

@@ -14,6 +14,7 @@
 
 #include "consumer/private_daemon.h"
 #include "consumer/record_stream.h"
+#include "record/tracedat/page_decoder.h"
 #include "integration_util.h"
 
 namespace udiag::integration {
@@ -174,6 +175,82 @@ TEST(RecordStreamTest, InstancesPipesAndStreamsEachGetEveryEvent) {
   // Closing a record stream makes its instance removable again.
   stream_a->reset();
   EXPECT_TRUE(PollUntil([&] { return control.Rmdir("instances/a") == 0; }));
+}
+
+// Decodes a page-mode stream: each seq received, and the losses reported.
+class PageSink : public consumer::RecordSink {
+ public:
+  void OnEventType(const record::EventType&) override {}
+  void OnTask(const record::Task&) override {}
+  void OnRecord(const record::Record&) override { ++not_on_pages_; }
+  void OnLost(uint64_t count) override { lost_ += count; }
+  bool OnPage(uint16_t, std::span<const uint8_t> page, const consumer::PageCounts& counts) override {
+    record::tracedat::DecodedPage decoded;
+    if (record::tracedat::DecodePage(page, 8, &decoded) != 0 || decoded.records.size() != counts.events) return false;
+    lost_ += decoded.lost_before;
+    for (const record::tracedat::PageRecord& r : decoded.records) {
+      uint32_t seq;
+      std::memcpy(&seq, r.data.data() + 8, sizeof(seq));
+      ++seqs_[seq];
+    }
+    received_ += decoded.records.size();
+    return true;
+  }
+  std::map<uint32_t, int> seqs_;
+  uint64_t received_ = 0;
+  uint64_t lost_ = 0;
+  int not_on_pages_ = 0;
+};
+
+// Reads `stream` until `sink` accounts for `count` events (kept or lost) or 30 s pass.
+void ReadUntilAccounted(consumer::RecordStream& stream, PageSink& sink, uint64_t count) {
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (sink.received_ + sink.lost_ < count && std::chrono::steady_clock::now() < deadline) {
+    int err = stream.Poll(100, sink);
+    ASSERT_TRUE(err == 0 || err == ETIMEDOUT) << strerror(err);
+  }
+}
+
+// A recorder that is its instance's only reader and the only consumer stops
+// reading: once its stream is full the daemon leaves the producers' rings to
+// their producers, which drop and count. When it reads again the recording
+// goes on, and every event written was either recorded once or counted lost.
+TEST(RecordStreamTest, AStalledRecorderLosesNothingUncountedAndGoesOnWhenItReads) {
+  std::string error;
+  auto daemon = consumer::PrivateDaemon::Start(&error);
+  ASSERT_NE(daemon, nullptr) << error;
+  const std::string dir = daemon->dir();
+  auto control = MustConnect(dir);
+  ASSERT_EQ(control.Write("dynamic_events", "u:stall u32 seq", true), 0);
+  ASSERT_EQ(control.Mkdir("instances/rec"), 0);
+  ASSERT_EQ(control.Write("instances/rec/set_event", "stall", false), 0);
+  auto stream = consumer::RecordStream::Open(dir, "rec", true);
+  ASSERT_TRUE(stream.ok()) << strerror(stream.error());
+
+  // Far more than the stream's ring and the producer's ring hold, unread.
+  constexpr uint32_t kFlood = 3000000;
+  ASSERT_EQ(RunProgram({Bin("hammer_producer"), "stall", std::to_string(kFlood)}, {.udiag_dir = dir}, 60s), 0);
+  PageSink sink;
+  ReadUntilAccounted(**stream, sink, kFlood / 10);
+  EXPECT_GT(sink.seqs_.size(), 0u);
+
+  // Reading again: a paced producer's events all arrive.
+  constexpr uint32_t kPaced = 2000;
+  pid_t paced = StartProcess({Bin("hammer_producer"), "stall", std::to_string(kPaced), "20"}, {.udiag_dir = dir});
+  EXPECT_EQ(WaitExit(paced), 0);
+  // As udiag record ends: tracing off sends the partly filled pages and the last losses.
+  ASSERT_EQ(control.Write("instances/rec/tracing_on", "0", false), 0);
+  ReadUntilAccounted(**stream, sink, kFlood + kPaced);
+
+  EXPECT_EQ(sink.not_on_pages_, 0);
+  EXPECT_GT(sink.lost_, 0u) << "the flood did not overflow anything";
+  // The two producers' seqs overlap (both start at 0): kPaced seqs twice at most.
+  for (const auto& [seq, times] : sink.seqs_) ASSERT_LE(times, seq < kPaced ? 2 : 1) << "seq " << seq;
+  EXPECT_EQ(sink.received_ + sink.lost_, uint64_t{kFlood} + kPaced)
+      << "received " << sink.received_ << ", lost " << sink.lost_;
+  for (uint32_t seq = 0; seq < kPaced; ++seq) {
+    ASSERT_GE(sink.seqs_[seq], 1) << "the paced producer's seq " << seq << " is missing";
+  }
 }
 
 TEST(RecordStreamTest, OwnedInstanceRemovalEndsTheStream) {
