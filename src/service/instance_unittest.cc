@@ -19,12 +19,17 @@ void Fill(Instance& instance) {
   }
 }
 
-TEST(InstanceTest, HoldsBackOnlyWhenAskedAndWhileReadInTime) {
+// A registry and an instance set with one named instance, "rec".
+class InstanceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(instances.Create("rec", 0), 0); }
   StatusPage page = std::move(StatusPage::Create(EventRegistry::kFirstId, 64)).value();
   RecordingObserver observer;
-  EventRegistry registry(&page, &observer);
-  InstanceSet instances(&registry);
-  ASSERT_EQ(instances.Create("rec", 0), 0);
+  EventRegistry registry{&page, &observer};
+  InstanceSet instances{&registry};
+};
+
+TEST_F(InstanceTest, HoldsBackOnlyWhenAskedAndWhileReadInTime) {
   Instance& rec = *instances.Find("rec");
   rec.buffer().set_capacity(128 * 1024);
   EXPECT_FALSE(rec.HoldsBack(1 * kMs, kRecordBytes)) << "blocking is off by default";
@@ -62,12 +67,7 @@ TEST(InstanceTest, HoldsBackOnlyWhenAskedAndWhileReadInTime) {
 
 // What lets the drain loop leave the rings alone for a full recorder, or
 // skip delivery for a run in its page: nobody else takes the event in.
-TEST(InstanceTest, TheOnlyInstanceTakingEventsInAndTheDirectTaker) {
-  StatusPage page = std::move(StatusPage::Create(EventRegistry::kFirstId, 64)).value();
-  RecordingObserver observer;
-  EventRegistry registry(&page, &observer);
-  InstanceSet instances(&registry);
-  ASSERT_EQ(instances.Create("rec", 0), 0);
+TEST_F(InstanceTest, TheOnlyInstanceTakingEventsInAndTheDirectTaker) {
   Instance& rec = *instances.Find("rec");
   auto event = registry.FindOrCreate("only_test u32 n", false, false);
   ASSERT_TRUE(event.ok());
