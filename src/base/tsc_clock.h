@@ -44,19 +44,20 @@ class TscClock {
   // new anchors (a jump back is flattened); saturates instead of wrapping on
   // absurd input.
   uint64_t ToMonotonic(uint64_t tsc) {
-    // The usual tick, not before the last conversion: in the last segment
-    // (drained records predate the anchor taken as the drain began) or past
-    // the last anchor, close enough that the product fits in 64 bits.
-    if (tsc >= last_tsc_) {
-      const bool past = tsc >= anchors_.back().tsc;
-      const Anchor& from = past ? anchors_.back() : segments_.back().start;
-      const uint64_t mult = past ? rate_mult_ : segments_.back().mult;
-      if (tsc >= from.tsc && tsc - from.tsc < kFastTicks && mult < kFastMultLimit) {
-        const uint64_t ns = std::max(from.ns + ((tsc - from.tsc) * mult >> 32), last_ns_);
-        last_tsc_ = tsc;
-        last_ns_ = ns;
-        return ns;
-      }
+    // The usual tick: in the last segment (drained records predate the
+    // anchor taken as the drain began) or past the last anchor, close enough
+    // that the product fits in 64 bits. Ticks before the last conversion
+    // (another thread's ring, drained after this one's) are common too;
+    // they get the line as it is, as in ToMonotonicInGeneral.
+    const bool past = tsc >= anchors_.back().tsc;
+    const Anchor& from = past ? anchors_.back() : segments_.back().start;
+    const uint64_t mult = past ? rate_mult_ : segments_.back().mult;
+    if (tsc >= from.tsc && tsc - from.tsc < kFastTicks && mult < kFastMultLimit) {
+      const uint64_t ns = from.ns + ((tsc - from.tsc) * mult >> 32);
+      if (tsc < last_tsc_) return ns;
+      last_tsc_ = tsc;
+      last_ns_ = std::max(ns, last_ns_);
+      return last_ns_;
     }
     return ToMonotonicInGeneral(tsc);
   }

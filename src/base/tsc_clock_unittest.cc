@@ -151,6 +151,21 @@ TEST(TscClockTest, TicksInAnyOrderFindTheirSegment) {
   for (auto [tsc, ns] : expected) EXPECT_NEAR(static_cast<double>(clock.ToMonotonic(tsc)), ns, 1) << tsc;
 }
 
+// Several rings are drained one after another, so a conversion often goes
+// back in time: it gets the line, the value a clock that saw only that tick
+// gives, in the last segment and past the last anchor alike.
+TEST(TscClockTest, TicksBeforeTheLastConversionGetTheLine) {
+  const TscClock::Anchor first{3'000'000'000, 1'000'000'000}, second{6'000'000'000, 2'000'000'000};
+  TscClock clock(first, second);
+  clock.AddAnchor({8'000'000'000, 3'000'000'000});
+  const uint64_t ticks[] = {8'900'000'000, 7'100'000'000, 8'400'000'000, 6'500'000'000, 9'000'000'000, 8'000'000'001};
+  for (uint64_t tsc : ticks) {
+    TscClock alone(first, second);
+    alone.AddAnchor({8'000'000'000, 3'000'000'000});
+    EXPECT_EQ(clock.ToMonotonic(tsc), alone.ToMonotonic(tsc)) << tsc;
+  }
+}
+
 TEST(TscClockTest, ExtrapolatesBackwardsAndSaturates) {
   TscClock clock({3'000'000'000, 1'000'000'000}, {6'000'000'000, 2'000'000'000});
   EXPECT_NEAR(static_cast<double>(clock.ToMonotonic(1'500'000'000)), 500'000'000.0, 1);
