@@ -40,8 +40,8 @@ class RecordTaker {
   // Take in place, a run at a time, for the drain loop's common case: the
   // page that `event`'s next records from meta's thread and cpu are built
   // in (PageEncoder::Reserve, Commit) while they fit on it, or null when
-  // the next record must go through Take (a loss to mark, a backlog, no
-  // page started). Nothing else reaches the taker before EndRun, which
+  // the next record must go through Take (a loss to mark, a backlog, the
+  // cpu's first record). Nothing else reaches the taker before EndRun, which
   // says how many records the run committed.
   virtual record::tracedat::PageEncoder* StartRun(const Event& event, const EntryMeta& meta) = 0;
   virtual void EndRun(uint16_t type, uint32_t records) = 0;

@@ -64,8 +64,8 @@ class RecordStreamSender final : public RecordTaker {
   void Take(const Event& event, const EntryMeta& meta, uint64_t lost_before,
             std::span<const uint8_t> record) override;
   // Take in place (RecordTaker): the record's cpu page while nothing is
-  // lost or backed up and the page is started; otherwise null, and Take
-  // starts pages, finishes full ones and marks losses.
+  // lost or backed up and the cpu has had a record; otherwise null, and
+  // Take makes the cpu's page, finishes full ones and marks losses.
   record::tracedat::PageEncoder* StartRun(const Event& event, const EntryMeta& meta) override;
   void EndRun(uint16_t type, uint32_t records) override;
 
