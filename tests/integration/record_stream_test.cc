@@ -218,12 +218,11 @@ void ReadUntilAccounted(consumer::RecordStream& stream, PageSink& sink, uint64_t
 // reading: once its stream is full the daemon leaves the producers' rings to
 // their producers, which drop and count. When it reads again the recording
 // goes on, and every event written was either recorded once or counted lost.
-TEST(RecordStreamTest, AStalledRecorderLosesNothingUncountedAndGoesOnWhenItReads) {
-  std::string error;
-  auto daemon = consumer::PrivateDaemon::Start(&error);
-  ASSERT_NE(daemon, nullptr) << error;
-  const std::string dir = daemon->dir();
-  auto control = MustConnect(dir);
+using StalledRecorderTest = PrivateDaemonTest;
+
+TEST_F(StalledRecorderTest, LosesNothingUncountedAndGoesOnWhenItReads) {
+  const std::string& dir = dir_;
+  consumer::ConsumerClient& control = *client_;
   ASSERT_EQ(control.Write("dynamic_events", "u:flood u32 seq", true), 0);
   ASSERT_EQ(control.Write("dynamic_events", "u:paced u32 seq", true), 0);
   ASSERT_EQ(control.Mkdir("instances/rec"), 0);
