@@ -123,7 +123,7 @@ void TscClock::Prune() {
 void TscClock::Rebuild() {
   segments_.clear();
   for (size_t i = 0; i + 1 < anchors_.size(); ++i) {
-    segments_.push_back({anchors_[i], Mult(anchors_[i], anchors_[i + 1])});
+    segments_.push_back({anchors_[i], anchors_[i + 1].tsc, Mult(anchors_[i], anchors_[i + 1])});
   }
   rate_mult_ = Mult(anchors_.front(), anchors_.back());
   hint_ = segments_.size() - 1;

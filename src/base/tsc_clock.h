@@ -44,15 +44,18 @@ class TscClock {
   // new anchors (a jump back is flattened); saturates instead of wrapping on
   // absurd input.
   uint64_t ToMonotonic(uint64_t tsc) {
-    // The usual tick: in the last segment (drained records predate the
-    // anchor taken as the drain began) or past the last anchor, close enough
-    // that the product fits in 64 bits. Ticks before the last conversion
-    // (another thread's ring, drained after this one's) are common too;
-    // they get the line as it is, as in ToMonotonicInGeneral.
+    // The usual tick: past the last anchor, or in the segment used last
+    // (close enough that the product fits in 64 bits). A ring's records
+    // come in order and often predate the last anchors by some ms (a
+    // producer's backlog), so one lookup serves a run of them. Ticks before
+    // the last conversion (another thread's ring, drained after this one's)
+    // are common too; they get the line as it is, as in ToMonotonicInGeneral.
     const bool past = tsc >= anchors_.back().tsc;
-    const Anchor& from = past ? anchors_.back() : segments_.back().start;
-    const uint64_t mult = past ? rate_mult_ : segments_.back().mult;
-    if (tsc >= from.tsc && tsc - from.tsc < kFastTicks && mult < kFastMultLimit) {
+    const Segment& segment = segments_[hint_];
+    const Anchor& from = past ? anchors_.back() : segment.start;
+    const uint64_t mult = past ? rate_mult_ : segment.mult;
+    if (tsc >= from.tsc && (past || tsc < segment.end_tsc) && tsc - from.tsc < kFastTicks &&
+        mult < kFastMultLimit) {
       const uint64_t ns = from.ns + ((tsc - from.tsc) * mult >> 32);
       if (tsc < last_tsc_) return ns;
       last_tsc_ = tsc;
@@ -73,7 +76,8 @@ class TscClock {
  private:
   struct Segment {
     Anchor start;
-    uint64_t mult;  // ns per tick, 32.32 fixed point, up to the next anchor
+    uint64_t end_tsc;  // the next anchor's
+    uint64_t mult;     // ns per tick, 32.32 fixed point, up to the next anchor
   };
 
   // The fast path's bounds: ticks * mult < 2^32 * 2^32.
