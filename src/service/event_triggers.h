@@ -4,6 +4,7 @@
 // act on their own instance (tracing_on, snapshot, enabling events).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -47,6 +48,11 @@ class EventTriggers {
   bool Has(const Event& event) const {
     size_t slot = event.id - EventRegistry::kFirstId;
     return slot < slots_.size() && (!slots_[slot].triggers.empty() || !slots_[slot].hists.empty());
+  }
+  // Whether any event has a trigger or histogram here.
+  bool Any() const {
+    return std::any_of(slots_.begin(), slots_.end(),
+                       [](const Slot& s) { return !s.triggers.empty() || !s.hists.empty(); });
   }
   // Runs the event's triggers for one record (Has() first: this is the slow path).
   // Synthetic events that hist actions generate are delivered through `set`.

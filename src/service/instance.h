@@ -139,6 +139,13 @@ class Instance {
     return taker_ && tracing_on_ && !usdt_probe_ && Keeps(event.id) && !triggers_.Has(event) &&
            !filters_.Has(event) && blocking_timeout_ms_ == 0 && !buffer_.overwrite();
   }
+  // Whether every record this instance keeps goes to its recorder's per-cpu
+  // pages, with nothing that depends on the order of records across cpus
+  // (a trigger may act on what another cpu did just before).
+  bool KeepsInPerCpuPages() const {
+    return taker_ && !usdt_probe_ && !HasSoftMode() && !triggers_.Any() && blocking_timeout_ms_ == 0 &&
+           !buffer_.overwrite();
+  }
   // The taker's StartRun while Keep would hand over (the buffer empty and
   // no loss to report first), else null.
   record::tracedat::PageEncoder* StartHandOverRun(const Event& event, const EntryMeta& meta) {
@@ -255,6 +262,18 @@ class InstanceSet {
       if (instance.get() != &only && instance->TakesEventsIn()) return false;
     }
     return true;
+  }
+  // Whether drained records need time order only per cpu: the one instance
+  // taking events in keeps them in per-cpu pages (KeepsInPerCpuPages).
+  bool OrderPerCpuIsEnough() const {
+    const Instance* only = nullptr;
+    if (top_.TakesEventsIn()) only = &top_;
+    for (const auto& [_, instance] : named_) {
+      if (!instance->TakesEventsIn()) continue;
+      if (only) return false;
+      only = instance.get();
+    }
+    return only && only->KeepsInPerCpuPages();
   }
   // How filters name the thread behind a record (COMM).
   void set_comm_lookup(CommLookup comm) { comm_ = std::move(comm); }

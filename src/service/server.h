@@ -211,7 +211,7 @@ class Server : public EventRegistry::Observer {
   void UpdateHoldBack();
   bool OnlyConsumerIsAFullRecorder() const;
   size_t RecordsThatFit() const;
-  void DeliverInTimeOrder();
+  void DeliverInTimeOrder(bool per_cpu);
   int WaitForEvents(epoll_event* events, int max_events, uint64_t timeout_ns);
   void AllowWrites(Connection& conn, const Event& event);
   void PumpPipes();
@@ -259,6 +259,8 @@ class Server : public EventRegistry::Observer {
   std::vector<DrainedRecord> drained_;  // reused across rounds
   DrainArena arena_;
   std::vector<TimeRun> runs_;  // each ring's records in drained_, in time order
+  std::vector<KeyedRun> cpu_stretches_;  // scratch space of DeliverInTimeOrder
+  std::vector<TimeRun> cpu_runs_;        // likewise
   std::vector<Instance*> holding_back_;  // this drain round's, see UpdateHoldBack
   uint32_t writer_wait_ms_ = 0;          // what the rings' full_wait_ms says
   size_t first_ring_ = 0;                // where the next drain round starts

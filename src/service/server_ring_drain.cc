@@ -81,7 +81,7 @@ Server::DrainTotals Server::DrainRings() {
         break;
       }
     }
-    DeliverInTimeOrder();
+    DeliverInTimeOrder(instances_->OrderPerCpuIsEnough());
     // Readers take their share between rounds, so a burst longer than an
     // instance buffer still reaches a reader that keeps up.
     PumpRecordStreams();
@@ -223,28 +223,34 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
 }
 
 // Each ring's run is in time order already (one thread, one clock), so the
-// runs are merged rather than sorted.
-void Server::DeliverInTimeOrder() {
+// runs are merged rather than sorted: into one time order, or, when the
+// records all go into a recorder's per-cpu pages, into one per cpu.
+void Server::DeliverInTimeOrder(bool per_cpu) {
   const Event* last_event = nullptr;
   Instance* direct = nullptr;  // as in DrainRing
   PageRun run;
-  MergeRunsInTimeOrder(
-      runs_, [&](size_t i) { return drained_[i].meta.timestamp; },
-      [&](size_t i) {
-        const DrainedRecord& d = drained_[i];
-        const uint8_t* record = arena_.data() + d.offset;
-        if (d.event != last_event) {
-          last_event = d.event;
-          direct = instances_->DirectTakerOf(*d.event);
-        }
-        if (uint8_t* in_page = direct ? run.Reserve(direct, *d.event, d.meta, d.size) : nullptr) {
-          base::CopyShort(in_page, record, d.size);
-          run.Commit();
-        } else {
-          run.End();
-          instances_->Deliver(*d.event, d.meta, std::span<const uint8_t>(record, d.size));
-        }
-      });
+  auto time = [&](size_t i) { return drained_[i].meta.timestamp; };
+  auto deliver = [&](size_t i) {
+    const DrainedRecord& d = drained_[i];
+    const uint8_t* record = arena_.data() + d.offset;
+    if (d.event != last_event) {
+      last_event = d.event;
+      direct = instances_->DirectTakerOf(*d.event);
+    }
+    if (uint8_t* in_page = direct ? run.Reserve(direct, *d.event, d.meta, d.size) : nullptr) {
+      base::CopyShort(in_page, record, d.size);
+      run.Commit();
+    } else {
+      run.End();
+      instances_->Deliver(*d.event, d.meta, std::span<const uint8_t>(record, d.size));
+    }
+  };
+  if (per_cpu) {
+    MergeRunsInTimeOrderPerKey(
+        runs_, cpu_stretches_, cpu_runs_, [&](size_t i) { return drained_[i].meta.cpu; }, time, deliver);
+  } else {
+    MergeRunsInTimeOrder(runs_, time, deliver);
+  }
   run.End();
 }
 
