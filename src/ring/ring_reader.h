@@ -39,7 +39,8 @@ struct RecordHead {
 
 // The payload of the record being handed out, still in shared memory: it can
 // only be copied out, never read in place (the producer may change it at any
-// time). Valid during the sink call it is passed to.
+// time). Valid during the sink call it is passed to (DrainHeads), or until
+// the reader's Release (Stage).
 class PayloadSource {
  public:
   uint32_t size() const { return size_; }
@@ -90,16 +91,36 @@ class RingReader {
     size_t count = 0;
     RecordHead head;
     const uint8_t* payload;
-    while (count < max_records && Next(&head, &payload)) {
+    while (count < max_records && Next(&head, &payload, /*publish=*/true)) {
       // Only a later Next (or the end of the drain) publishes the tail past
       // this record: its space is not the producer's again until the sink
       // has copied it.
       sink(static_cast<const RecordHead&>(head), PayloadSource(payload, head.payload_size));
       ++count;
     }
+    Release();
+    return count;
+  }
+
+  // Like DrainHeads, but the records' space stays ours until Release(), so
+  // the sink may keep each PayloadSource and copy it out later: the drain
+  // loop puts several rings' records in time order before copying them.
+  template <typename Sink>
+  size_t Stage(Sink&& sink, size_t max_records) {
+    size_t count = 0;
+    RecordHead head;
+    const uint8_t* payload;
+    while (count < max_records && Next(&head, &payload, /*publish=*/false)) {
+      sink(static_cast<const RecordHead&>(head), PayloadSource(payload, head.payload_size));
+      ++count;
+    }
+    return count;
+  }
+  // Gives the space of the records read so far back to the producer (and
+  // wakes a writer waiting for it): their PayloadSources are spent.
+  void Release() {
     PublishTail();
     if (writer_may_wait_) WakeWaitingWriter();
-    return count;
   }
 
   // Lets the writer wait up to `ms` for room when the ring is full instead
@@ -138,8 +159,9 @@ class RingReader {
 
   // Copies out and checks the next record's header and finds its payload
   // (checked to lie within the committed bytes); false when there is none or
-  // the ring is (now) broken.
-  bool Next(RecordHead* head, const uint8_t** payload);
+  // the ring is (now) broken. `publish`: on reaching the head, first give
+  // what was read back to the producer.
+  bool Next(RecordHead* head, const uint8_t** payload, bool publish);
   // Takes a new snapshot of head, checking it.
   bool LoadHead();
   void PublishTail();
@@ -163,10 +185,10 @@ class RingReader {
 };
 
 // Inline: it runs once per record, and its result feeds the sink's checks.
-inline bool RingReader::Next(RecordHead* head, const uint8_t** payload) {
+inline bool RingReader::Next(RecordHead* head, const uint8_t** payload, bool publish) {
   while (!broken_) {
     if (tail_ == head_) {
-      PublishTail();
+      if (publish) PublishTail();
       if (!LoadHead() || tail_ == head_) return false;
     }
     // tail_ and head_ are 8-aligned and data_size a multiple of 8, so both

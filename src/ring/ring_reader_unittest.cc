@@ -58,6 +58,40 @@ TEST(RingReaderTest, MapsAndReportsIdentity) {
   EXPECT_EQ(reader->Drain([](const RecordView&) {}, 100), 0u);
 }
 
+// Staged records stay the reader's, even when the reader catches up with
+// the head, until Release: a writer finds no room over them.
+TEST(RingReaderTest, StagedRecordsKeepTheirSpaceUntilReleased) {
+  TestRing ring(4096);
+  RingWriter writer;
+  writer.Attach(ring.base());
+  auto reader = ring.Reader();
+  ASSERT_NE(reader, nullptr);
+  const std::vector<uint8_t> payload = PayloadFor(1, 48);  // 64-byte records
+  int written = 0;
+  while (Write(writer, 1, written, PayloadFor(written, 48))) ++written;
+  ASSERT_EQ(written, 4096 / 64);
+
+  std::vector<PayloadSource> staged;
+  std::vector<uint64_t> stamps;
+  EXPECT_EQ(reader->Stage(
+                [&](const RecordHead& head, const PayloadSource& source) {
+                  staged.push_back(source);
+                  stamps.push_back(head.timestamp);
+                },
+                SIZE_MAX),
+            static_cast<size_t>(written));
+  EXPECT_TRUE(reader->empty());
+  EXPECT_FALSE(Write(writer, 1, 0, payload)) << "the staged records' space is not the writer's yet";
+  for (int i = 0; i < written; ++i) {
+    std::vector<uint8_t> copy(staged[i].size());
+    staged[i].CopyTo(copy.data());
+    EXPECT_EQ(copy, PayloadFor(i, 48)) << i;
+    EXPECT_EQ(stamps[i], static_cast<uint64_t>(i));
+  }
+  reader->Release();
+  EXPECT_TRUE(Write(writer, 1, 0, payload)) << "released";
+}
+
 TEST(RingReaderTest, RoundTripOfEverySize) {
   TestRing ring(1 << 20);
   RingWriter writer;

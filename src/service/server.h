@@ -24,7 +24,6 @@
 #include "ipc/protocol.h"
 #include "ring/ring_reader.h"
 #include "service/access_policy.h"
-#include "service/drain_arena.h"
 #include "service/event_registry.h"
 #include "service/instance.h"
 #include "service/record_stream_sender.h"
@@ -193,11 +192,12 @@ class Server : public EventRegistry::Observer {
   void FlushOutbox(Connection& conn);
   void UpdatePollMask(Connection& conn);
 
-  // A record taken out of a ring, checked, waiting in arena_ for delivery.
+  // A ring's record whose header was checked, staged for delivery: its
+  // payload is still in the ring, to be copied out and checked.
   struct DrainedRecord {
     const Event* event;
     EntryMeta meta;
-    size_t offset, size;  // in arena_
+    ring::PayloadSource payload;
   };
   struct DrainTotals {
     size_t records = 0;  // read, kept or rejected
@@ -257,7 +257,8 @@ class Server : public EventRegistry::Observer {
   std::map<uint64_t, uint64_t> current_awaiting_;
   uint64_t records_rejected_ = 0;
   std::vector<DrainedRecord> drained_;  // reused across rounds
-  DrainArena arena_;
+  // Where a record that is not built in a recorder's page is built.
+  std::unique_ptr<uint8_t[]> scratch_ = std::make_unique<uint8_t[]>(schema::kCommonHeaderSize + ring::kMaxPayload);
   std::vector<TimeRun> runs_;  // each ring's records in drained_, in time order
   std::vector<KeyedRun> cpu_stretches_;  // scratch space of DeliverInTimeOrder
   std::vector<TimeRun> cpu_runs_;        // likewise

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "base/short_copy.h"
 #include "base/tsc.h"
 #include "schema/event_description.h"
 #include "service/page_run.h"
@@ -14,9 +13,11 @@
 namespace udiag::service {
 namespace {
 
-// Drain rounds: records per ring, bytes held, rounds per loop turn.
+// Drain rounds: records per ring, records held back in all rings (their
+// payloads are read twice, once to check and stamp them, once to copy them
+// where they go: a round should fit in the cache), rounds per loop turn.
 constexpr size_t kRoundRecords = 4096;
-constexpr size_t kRoundBytes = 4 << 20;
+constexpr size_t kRoundStagedRecords = 16384;
 constexpr int kMaxRounds = 64;
 // A pass also ends after this long, so that requests (an enable write and
 // the producers' acks it waits for) are answered while producers flood the
@@ -27,12 +28,19 @@ constexpr uint64_t kMaxPassNs = 20'000'000;
 // holding-back instance must have room for, per record drained.
 constexpr size_t kMaxRecordBytes = schema::kCommonHeaderSize + ring::kMaxPayload;
 
-// The common header the kernel puts in front of a user event's payload.
-void WriteCommonHeader(uint8_t* record, uint16_t type, uint32_t pid) {
+// Builds a record at `record`: the common header the kernel puts in front
+// of a user event's payload, then the payload, copied out of the ring.
+// Whether its `__data_loc` words point inside it: checked in this private
+// copy, which the producer cannot change any more.
+bool BuildRecord(uint8_t* record, const Event& event, uint32_t pid, const ring::PayloadSource& payload) {
+  const uint16_t type = static_cast<uint16_t>(event.id);
   std::memcpy(record, &type, 2);
   record[2] = 0;  // flags
   record[3] = 0;  // preempt count
   std::memcpy(record + 4, &pid, 4);
+  payload.CopyTo(record + schema::kCommonHeaderSize);
+  return schema::LocsValid(event.locs.data(), event.locs.size(), record,
+                           schema::kCommonHeaderSize + payload.size());
 }
 
 }  // namespace
@@ -49,12 +57,11 @@ Server::DrainTotals Server::DrainRings() {
   DrainTotals total;
   const uint64_t pass_end = base::MonotonicNs() + kMaxPassNs;
   // A single ring has no runs to merge with: its records go to the instances
-  // as they are drained, through the same few bytes of arena.
+  // as they are drained.
   const bool deliver_now = rings_.size() == 1;
   for (int round = 0; round < kMaxRounds; ++round) {
     if (OnlyConsumerIsAFullRecorder()) break;
     drained_.clear();
-    arena_.Clear();
     runs_.clear();
     // Each round: the last one's readers may have freed room, or gone.
     UpdateHoldBack();
@@ -76,12 +83,13 @@ Server::DrainTotals Server::DrainRings() {
       if (DrainRing(src, max_records, deliver_now ? &delivered_now : nullptr) == max_records) more = true;
       total.bytes += src.reader->position() - position;
       if (drained_.size() > begin) runs_.push_back({begin, drained_.size()});
-      if (arena_.size() > kRoundBytes) {
+      if (drained_.size() >= kRoundStagedRecords) {
         more = true;
         break;
       }
     }
     DeliverInTimeOrder(instances_->OrderPerCpuIsEnough());
+    for (RingSource& src : rings_) src.reader->Release();
     // Readers take their share between rounds, so a burst longer than an
     // instance buffer still reaches a reader that keeps up.
     PumpRecordStreams();
@@ -144,11 +152,11 @@ size_t Server::RecordsThatFit() const {
   return room > drained_.size() ? room - drained_.size() : 0;
 }
 
-// Copies up to max_records of one ring's next records into the arena, each
-// with the common header the kernel would put in front, after checking them
-// again: the producer may have written anything. With `delivered_now`, each
-// record is delivered at once and counted there instead. Returns the records
-// read (kept or rejected).
+// Reads up to max_records of one ring's next records, after checking their
+// headers again: the producer may have written anything. Each is either
+// delivered at once (with `delivered_now`, counted there) or staged in
+// drained_, its payload left in the ring until DeliverInTimeOrder copies it.
+// Returns the records read (kept or rejected).
 size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_now) {
   if (uint64_t lost = src.reader->TakeLost()) instances_->NoteLost(lost);
   auto conn = connections_.find(src.owner);
@@ -169,53 +177,53 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
   // another type's record may have changed what it keeps.
   Instance* direct = nullptr;
   PageRun run;
-  const uint32_t pid = src.tid;
+  auto check = [&](const ring::RecordHead& rec) -> const Event* {
+    if (rec.type != last_type) {
+      const Event* found = registry_->FindById(rec.type);
+      bool allowed = found && (!writable || (*writable)[rec.type - EventRegistry::kFirstId]);
+      last_type = rec.type;
+      last_allowed = allowed ? found : nullptr;
+      direct = last_allowed && delivered_now ? instances_->DirectTakerOf(*last_allowed) : nullptr;
+    }
+    if (!last_allowed || rec.payload_size < last_allowed->desc.min_size) {
+      ++records_rejected_;
+      return nullptr;
+    }
+    return last_allowed;
+  };
+  auto meta_of = [&](const ring::RecordHead& rec) {
+    const uint64_t stamp = std::min(rec.timestamp, latest);
+    return EntryMeta{tsc ? tsc_clock_.ToMonotonic(stamp) : stamp, static_cast<uint32_t>(src.pid), src.tid,
+                     rec.cpu};
+  };
+  if (!delivered_now) {
+    return src.reader->Stage(
+        [&](const ring::RecordHead& rec, const ring::PayloadSource& payload) {
+          if (const Event* event = check(rec)) drained_.push_back({event, meta_of(rec), payload});
+        },
+        max_records);
+  }
   const size_t drained = src.reader->DrainHeads(
       [&](const ring::RecordHead& rec, const ring::PayloadSource& payload) {
-        if (rec.type != last_type) {
-          const Event* found = registry_->FindById(rec.type);
-          bool allowed = found && (!writable || (*writable)[rec.type - EventRegistry::kFirstId]);
-          last_type = rec.type;
-          last_allowed = allowed ? found : nullptr;
-          direct = last_allowed && delivered_now ? instances_->DirectTakerOf(*last_allowed) : nullptr;
-        }
-        const Event* event = last_allowed;
-        if (!event || rec.payload_size < event->desc.min_size) {
-          ++records_rejected_;
-          return;
-        }
+        const Event* event = check(rec);
+        if (!event) return;
+        const EntryMeta meta = meta_of(rec);
         const uint32_t record_size = schema::kCommonHeaderSize + rec.payload_size;
-        const uint64_t stamp = std::min(rec.timestamp, latest);
-        const EntryMeta meta{tsc ? tsc_clock_.ToMonotonic(stamp) : stamp, static_cast<uint32_t>(src.pid), src.tid,
-                             rec.cpu};
         // The record is checked where it is built: in the recorder's page,
-        // or in the arena.
+        // or in scratch space.
         uint8_t* const in_page = direct ? run.Reserve(direct, *event, meta, record_size) : nullptr;
-        const size_t offset = arena_.size();
-        uint8_t* const r = in_page ? in_page : arena_.Extend(record_size);
-        WriteCommonHeader(r, rec.type, pid);
-        payload.CopyTo(r + schema::kCommonHeaderSize);
-        const bool valid = schema::LocsValid(event->locs.data(), event->locs.size(), r, record_size);
-        if (in_page) {  // kept unless invalid
-          if (valid) {
-            run.Commit();
-            ++*delivered_now;
-          } else {
-            ++records_rejected_;
-          }
+        uint8_t* const r = in_page ? in_page : scratch_.get();
+        if (!BuildRecord(r, *event, src.tid, payload)) {
+          ++records_rejected_;
           return;
         }
-        if (!valid) {
-          arena_.Truncate(offset);
-          ++records_rejected_;
-        } else if (delivered_now) {
+        if (in_page) {
+          run.Commit();
+        } else {
           run.End();
           instances_->Deliver(*event, meta, {r, record_size});
-          arena_.Truncate(offset);
-          ++*delivered_now;
-        } else {
-          drained_.push_back({event, meta, offset, record_size});
         }
+        ++*delivered_now;
       },
       max_records);
   run.End();
@@ -224,7 +232,8 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
 
 // Each ring's run is in time order already (one thread, one clock), so the
 // runs are merged rather than sorted: into one time order, or, when the
-// records all go into a recorder's per-cpu pages, into one per cpu.
+// records all go into a recorder's per-cpu pages, into one per cpu. Each
+// record is copied out of its ring once, into its page or scratch space.
 void Server::DeliverInTimeOrder(bool per_cpu) {
   const Event* last_event = nullptr;
   Instance* direct = nullptr;  // as in DrainRing
@@ -232,17 +241,20 @@ void Server::DeliverInTimeOrder(bool per_cpu) {
   auto time = [&](size_t i) { return drained_[i].meta.timestamp; };
   auto deliver = [&](size_t i) {
     const DrainedRecord& d = drained_[i];
-    const uint8_t* record = arena_.data() + d.offset;
     if (d.event != last_event) {
       last_event = d.event;
       direct = instances_->DirectTakerOf(*d.event);
     }
-    if (uint8_t* in_page = direct ? run.Reserve(direct, *d.event, d.meta, d.size) : nullptr) {
-      base::CopyShort(in_page, record, d.size);
+    const uint32_t record_size = schema::kCommonHeaderSize + d.payload.size();
+    uint8_t* const in_page = direct ? run.Reserve(direct, *d.event, d.meta, record_size) : nullptr;
+    uint8_t* const r = in_page ? in_page : scratch_.get();
+    if (!BuildRecord(r, *d.event, d.meta.tid, d.payload)) {
+      ++records_rejected_;
+    } else if (in_page) {
       run.Commit();
     } else {
       run.End();
-      instances_->Deliver(*d.event, d.meta, std::span<const uint8_t>(record, d.size));
+      instances_->Deliver(*d.event, d.meta, std::span<const uint8_t>(r, record_size));
     }
   };
   if (per_cpu) {
