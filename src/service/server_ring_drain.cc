@@ -13,11 +13,12 @@
 namespace udiag::service {
 namespace {
 
-// Drain rounds: records per ring, records held back in all rings (their
-// payloads are read twice, once to check and stamp them, once to copy them
-// where they go: a round should fit in the cache), rounds per loop turn.
+// Drain rounds: records per ring, records staged in all rings, rounds per
+// loop turn. Threads are put in time order only within a round, so a round
+// should take in every busy ring: 16 of them at kRoundRecords (3 MiB of
+// staged records).
 constexpr size_t kRoundRecords = 4096;
-constexpr size_t kRoundStagedRecords = 16384;
+constexpr size_t kRoundStagedRecords = 65536;
 constexpr int kMaxRounds = 64;
 // A pass also ends after this long, so that requests (an enable write and
 // the producers' acks it waits for) are answered while producers flood the
