@@ -43,13 +43,20 @@ void Writer::StartThread() {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstack(&attr, stack, kStackBytes);
+  sem_init(&thread_started_, 0, 0);
   running_ = pthread_create(&thread_, &attr, &Writer::ThreadMain, this) == 0;
   pthread_attr_destroy(&attr);
   if (running_) {
     stack_ = stack;
+    // A thread still starting may hold its run time's locks (a sanitizer's
+    // thread registry). A fork then would leave them locked in the child,
+    // whose own writer thread would wait for them forever.
+    while (sem_wait(&thread_started_) != 0) {
+    }
   } else {
     munmap(stack, kStackBytes);
   }
+  sem_destroy(&thread_started_);
 }
 
 void Writer::Start() {
@@ -78,6 +85,7 @@ void Writer::RestartInForkChild() {
 
 void* Writer::ThreadMain(void* self) {
   auto* writer = static_cast<Writer*>(self);
+  sem_post(&writer->thread_started_);
   const timespec period{0, kDrainPeriodNs};
   while (!writer->stop_.load()) {
     {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <semaphore.h>
 
 #include <atomic>
 #include <mutex>
@@ -45,6 +46,7 @@ class Writer {
   int socket_ = -1;
   TraceEvents events_;
   pthread_t thread_{};
+  sem_t thread_started_;  // posted by the thread as it starts its loop
   void* stack_ = nullptr;
   bool running_ = false;
   std::atomic<bool> stop_{false};
