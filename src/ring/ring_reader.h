@@ -88,16 +88,7 @@ class RingReader {
   // per record instead of two.
   template <typename Sink>
   size_t DrainHeads(Sink&& sink, size_t max_records) {
-    size_t count = 0;
-    RecordHead head;
-    const uint8_t* payload;
-    while (count < max_records && Next(&head, &payload, /*publish=*/true)) {
-      // Only a later Next (or the end of the drain) publishes the tail past
-      // this record: its space is not the producer's again until the sink
-      // has copied it.
-      sink(static_cast<const RecordHead&>(head), PayloadSource(payload, head.payload_size));
-      ++count;
-    }
+    const size_t count = ReadHeads</*publish=*/true>(sink, max_records);
     Release();
     return count;
   }
@@ -107,14 +98,7 @@ class RingReader {
   // loop puts several rings' records in time order before copying them.
   template <typename Sink>
   size_t Stage(Sink&& sink, size_t max_records) {
-    size_t count = 0;
-    RecordHead head;
-    const uint8_t* payload;
-    while (count < max_records && Next(&head, &payload, /*publish=*/false)) {
-      sink(static_cast<const RecordHead&>(head), PayloadSource(payload, head.payload_size));
-      ++count;
-    }
-    return count;
+    return ReadHeads</*publish=*/false>(sink, max_records);
   }
   // Gives the space of the records read so far back to the producer (and
   // wakes a writer waiting for it): their PayloadSources are spent.
@@ -162,6 +146,20 @@ class RingReader {
   // the ring is (now) broken. `publish`: on reaching the head, first give
   // what was read back to the producer.
   bool Next(RecordHead* head, const uint8_t** payload, bool publish);
+  // Hands up to max_records records to `sink`. Only a later Next (with
+  // `publish`) or Release publishes the tail past a record: its space is not
+  // the producer's again until the sink has copied it.
+  template <bool publish, typename Sink>
+  size_t ReadHeads(Sink& sink, size_t max_records) {
+    size_t count = 0;
+    RecordHead head;
+    const uint8_t* payload;
+    while (count < max_records && Next(&head, &payload, publish)) {
+      sink(static_cast<const RecordHead&>(head), PayloadSource(payload, head.payload_size));
+      ++count;
+    }
+    return count;
+  }
   // Takes a new snapshot of head, checking it.
   bool LoadHead();
   void PublishTail();
