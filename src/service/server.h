@@ -34,6 +34,8 @@
 
 namespace udiag::service {
 
+class PageRun;  // service/page_run.h
+
 // Each producer thread's ring. 4 MiB holds 9 ms of 10 M events/s of 32-byte
 // payloads, more than the scheduling gaps of a busy 2-core guest; 1 MiB lost
 // events there (docs/performance.md). Pages are only used as a thread's
@@ -212,6 +214,8 @@ class Server : public EventRegistry::Observer {
   bool OnlyConsumerIsAFullRecorder() const;
   size_t RecordsThatFit() const;
   void DeliverInTimeOrder(bool per_cpu);
+  bool DeliverRecord(PageRun& run, Instance* direct, const Event& event, const EntryMeta& meta,
+                     const ring::PayloadSource& payload);
   int WaitForEvents(epoll_event* events, int max_events, uint64_t timeout_ns);
   void AllowWrites(Connection& conn, const Event& event);
   void PumpPipes();

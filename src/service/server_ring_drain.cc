@@ -153,6 +153,28 @@ size_t Server::RecordsThatFit() const {
   return room > drained_.size() ? room - drained_.size() : 0;
 }
 
+// Copies a record out of its ring to where it goes, checking it there: the
+// page of `direct` (the event's only taker, or null), continuing `run`, or
+// scratch space on its way to the instances. False when it is rejected.
+// Inline: it runs once per record.
+[[gnu::always_inline]] inline bool Server::DeliverRecord(PageRun& run, Instance* direct, const Event& event, const EntryMeta& meta,
+                           const ring::PayloadSource& payload) {
+  const uint32_t record_size = schema::kCommonHeaderSize + payload.size();
+  uint8_t* const in_page = direct ? run.Reserve(direct, event, meta, record_size) : nullptr;
+  uint8_t* const record = in_page ? in_page : scratch_.get();
+  if (!BuildRecord(record, event, meta.tid, payload)) {
+    ++records_rejected_;
+    return false;
+  }
+  if (in_page) {
+    run.Commit();
+  } else {
+    run.End();
+    instances_->Deliver(event, meta, {record, record_size});
+  }
+  return true;
+}
+
 // Reads up to max_records of one ring's next records, after checking their
 // headers again: the producer may have written anything. Each is either
 // delivered at once (with `delivered_now`, counted there) or staged in
@@ -207,24 +229,7 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
   const size_t drained = src.reader->DrainHeads(
       [&](const ring::RecordHead& rec, const ring::PayloadSource& payload) {
         const Event* event = check(rec);
-        if (!event) return;
-        const EntryMeta meta = meta_of(rec);
-        const uint32_t record_size = schema::kCommonHeaderSize + rec.payload_size;
-        // The record is checked where it is built: in the recorder's page,
-        // or in scratch space.
-        uint8_t* const in_page = direct ? run.Reserve(direct, *event, meta, record_size) : nullptr;
-        uint8_t* const r = in_page ? in_page : scratch_.get();
-        if (!BuildRecord(r, *event, src.tid, payload)) {
-          ++records_rejected_;
-          return;
-        }
-        if (in_page) {
-          run.Commit();
-        } else {
-          run.End();
-          instances_->Deliver(*event, meta, {r, record_size});
-        }
-        ++*delivered_now;
+        if (event && DeliverRecord(run, direct, *event, meta_of(rec), payload)) ++*delivered_now;
       },
       max_records);
   run.End();
@@ -246,17 +251,7 @@ void Server::DeliverInTimeOrder(bool per_cpu) {
       last_event = d.event;
       direct = instances_->DirectTakerOf(*d.event);
     }
-    const uint32_t record_size = schema::kCommonHeaderSize + d.payload.size();
-    uint8_t* const in_page = direct ? run.Reserve(direct, *d.event, d.meta, record_size) : nullptr;
-    uint8_t* const r = in_page ? in_page : scratch_.get();
-    if (!BuildRecord(r, *d.event, d.meta.tid, d.payload)) {
-      ++records_rejected_;
-    } else if (in_page) {
-      run.Commit();
-    } else {
-      run.End();
-      instances_->Deliver(*d.event, d.meta, std::span<const uint8_t>(r, record_size));
-    }
+    DeliverRecord(run, direct, *d.event, d.meta, d.payload);
   };
   if (per_cpu) {
     MergeRunsInTimeOrderPerKey(
