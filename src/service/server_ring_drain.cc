@@ -89,8 +89,10 @@ Server::DrainTotals Server::DrainRings() {
         break;
       }
     }
-    DeliverInTimeOrder(instances_->OrderPerCpuIsEnough());
-    for (RingSource& src : rings_) src.reader->Release();
+    if (!deliver_now) {
+      DeliverInTimeOrder(instances_->OrderPerCpuIsEnough());
+      for (RingSource& src : rings_) src.reader->Release();  // the staged records are copied out
+    }
     // Readers take their share between rounds, so a burst longer than an
     // instance buffer still reaches a reader that keeps up.
     PumpRecordStreams();
