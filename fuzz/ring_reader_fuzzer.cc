@@ -1,8 +1,9 @@
-// Fuzzes the ring record validator: a producer's ring whose header and data
-// area hold the fuzz bytes, mapped and drained as the daemon does.
+// Fuzzes the ring's page and event validator: a producer's ring whose header
+// and data area hold the fuzz bytes, mapped and read as the daemon does,
+// event by event and page by page.
 //
 // Input: head, tail, lost (3 x u64), then the data area's bytes (the rest of
-// a 4 KiB or 8 KiB data area is zero).
+// a 4 KiB or 8 KiB data area is zero): pages of a 16-byte header and events.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -37,8 +38,9 @@ int MakeRing(const uint8_t* data, size_t size) {
   header->data_size = data_size;
   header->tid = 1;
   header->clock = static_cast<uint32_t>(ClockDomain::kMonotonic);
-  // The reader starts at the tail: keep it aligned so that Map accepts it.
-  header->tail.store(counters[1] & ~uint64_t{kRecordAlign - 1});
+  // The reader starts at the tail: keep it at a page's start so that Map
+  // accepts it.
+  header->tail.store(counters[1] & ~uint64_t{kRingPageSize - 1});
   header->head.store(counters[0]);
   header->lost.store(counters[2]);
   std::memcpy(static_cast<uint8_t*>(base) + kHeaderBytes, data, size);
@@ -55,16 +57,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   close(fd);
   if (!reader.ok()) return 0;
   uint64_t checksum = 0;
-  // Twice: the second drain starts from where the first stopped.
+  static uint8_t copy[kRingPageSize];
+  // The lost counter's low bits choose, for each of two rounds (the second
+  // goes on from where the first stopped), events one by one or closed
+  // pages whole (a page's own checks are page_check's), and whether the
+  // open page is held.
+  const uint8_t mode = size > 16 ? data[16] : 0;
   for (int round = 0; round < 2; ++round) {
-    (*reader)->Drain(
-        [&](const RecordView& record) {
-          for (uint8_t byte : record.payload) checksum += byte;
-          checksum += record.type + record.cpu + record.timestamp;
+    if ((mode >> round & 1) == 0) {
+      (*reader)->Drain(
+          [&](const RecordView& record) {
+            for (uint8_t byte : record.payload) checksum += byte;
+            checksum += record.type + record.cpu + record.timestamp;
+          },
+          256);
+      continue;
+    }
+    (*reader)->StagePages(
+        [&](const RecordHead& head, const PayloadSource& payload) {
+          payload.CopyTo(copy);
+          checksum += copy[0] + head.type + head.cpu + head.timestamp;
         },
-        1024);
-    checksum += (*reader)->TakeLost();
-    (*reader)->empty();
+        [&](const PageHead& head, const PayloadSource& page) {
+          page.CopyPageTo(copy);
+          checksum += copy[kRingPageSize - 1] + head.cpu + head.timestamp;
+        },
+        256, /*hold_open_page=*/(mode & 4) != 0);
+    (*reader)->Release();
   }
+  checksum += (*reader)->TakeLost();
+  (*reader)->empty();
   return checksum == 1 ? 1 : 0;
 }

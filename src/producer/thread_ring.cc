@@ -4,10 +4,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "base/tsc.h"
+#include "ring/page_event.h"
 
 namespace udiag::producer {
 
@@ -31,7 +33,7 @@ void OnThreadExit(void*) {
   t_ring.generation = 0;
 }
 
-// Records this thread committed to a ring that its daemon never read: the
+// Events this thread committed to a ring that its daemon never read: the
 // ring is ours, but still checked as if it were not (sizes bound the walk).
 uint64_t UndrainedRecords(const ring::RingMapping& m) {
   const auto* header = static_cast<const ring::RingHeader*>(m.base);
@@ -42,11 +44,21 @@ uint64_t UndrainedRecords(const ring::RingMapping& m) {
   if (tail > head || head - tail > size) return 0;
   uint64_t records = 0;
   while (tail < head) {
-    ring::RecordHeader record;
-    std::memcpy(&record, data + (tail & (size - 1)), 8);  // size and type
-    if (record.size < 8 || record.size > head - tail) break;
-    if (record.type != ring::kPaddingType) ++records;
-    tail += ring::AlignRecord(record.size);
+    const uint64_t page_start = tail - tail % ring::kRingPageSize;
+    const uint8_t* page = data + (page_start & (size - 1));
+    uint64_t end = head;
+    if (head - page_start >= ring::kRingPageSize) {  // closed: its commit says where its events end
+      uint64_t commit;
+      std::memcpy(&commit, page + offsetof(ring::PageHeader, commit), sizeof(commit));
+      end = page_start + sizeof(ring::PageHeader) + std::min<uint64_t>(static_cast<uint32_t>(commit), ring::kPageDataBytes);
+    }
+    tail = std::max<uint64_t>(tail, page_start + sizeof(ring::PageHeader));
+    ring::PageEvent event;
+    while (tail < end && ring::DecodePageEvent(data + (tail & (size - 1)), end - tail, &event)) {
+      tail += event.bytes;
+      if (event.data_bytes != 0) ++records;
+    }
+    tail = page_start + ring::kRingPageSize;
   }
   return records;
 }

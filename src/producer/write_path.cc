@@ -134,8 +134,8 @@ ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
     Gather(dst, iov, cnt, sizeof(index), payload);
   }
   // Loc words are checked in the ring copy, so the caller cannot change the
-  // data between check and use. The 8 bytes before the payload stand in for
-  // the common header (the daemon re-checks with the real one).
+  // data between check and use; they count from the common header, which
+  // the ring holds just before the payload (the daemon checks again).
   if (!slot->locs.empty() &&
       !schema::LocsValid(slot->locs.data(), slot->locs.size(), dst - 8, 8 + payload)) {
     ring->Abandon();

@@ -23,9 +23,10 @@ uint32_t LengthFor(uint64_t seq, uint32_t max_filler) {
   return 8 + static_cast<uint32_t>((seq * 2654435761u) % (max_filler + 1));
 }
 
-bool WriteRecord(RingWriter& writer, uint64_t seq, uint32_t max_filler, bool* wake = nullptr) {
+bool WriteRecord(RingWriter& writer, uint64_t seq, uint32_t max_filler, bool* wake = nullptr,
+                 uint16_t cpu = 0) {
   const uint32_t len = LengthFor(seq, max_filler);
-  uint8_t* p = writer.Reserve(len, 1 + seq % 100, 0, seq);
+  uint8_t* p = writer.Reserve(len, 1 + seq % 100, cpu, seq);
   if (p == nullptr) return false;
   std::memcpy(p, &seq, 8);
   for (uint32_t i = 8; i < len; ++i) p[i] = static_cast<uint8_t>(seq + i);
@@ -35,15 +36,17 @@ bool WriteRecord(RingWriter& writer, uint64_t seq, uint32_t max_filler, bool* wa
 }
 
 // Checks a record against its sequence number; returns it, or ~0 when wrong.
+// The payload reads back padded with zeros to whole words.
 uint64_t CheckRecord(const RecordView& r, uint32_t max_filler) {
   uint64_t seq;
   if (r.payload.size() < 8) return ~uint64_t{0};
   std::memcpy(&seq, r.payload.data(), 8);
-  if (r.timestamp != seq || r.type != 1 + seq % 100 || r.payload.size() != LengthFor(seq, max_filler)) {
+  const uint32_t len = LengthFor(seq, max_filler);
+  if (r.timestamp != seq || r.type != 1 + seq % 100 || r.payload.size() != PaddedPayload(len)) {
     return ~uint64_t{0};
   }
   for (uint32_t i = 8; i < r.payload.size(); ++i) {
-    if (r.payload[i] != static_cast<uint8_t>(seq + i)) return ~uint64_t{0};
+    if (r.payload[i] != (i < len ? static_cast<uint8_t>(seq + i) : 0)) return ~uint64_t{0};
   }
   return seq;
 }
@@ -209,6 +212,55 @@ TEST(RingConcurrencyTest, WaitingWriterLosesNothingToASlowConsumer) {
   EXPECT_EQ(wrong, 0u);
   EXPECT_EQ(expected, kRecords);
   EXPECT_EQ(ring.header()->writer_waiting.load(), 0u);
+}
+
+// The producer moves between cpus every 50 records, so each run of them
+// fills one page, closed before it is full. The consumer takes closed pages
+// whole and reads their events from the staged page, holding the open page
+// until the producer is done: every record arrives once, in order, with its
+// cpu, and every page but the last whole.
+TEST(RingConcurrencyTest, PagesTakenWholeAcrossCpuChanges) {
+  constexpr uint64_t kRecords = 500'000;
+  constexpr uint32_t kMaxFiller = 60;
+  auto cpu_for = [](uint64_t seq) { return static_cast<uint16_t>(seq / 50 % 3); };
+  TestRing ring(64 * 1024);
+  auto reader = ring.Reader();
+  ASSERT_NE(reader, nullptr);
+  std::atomic<bool> done{false};
+  std::thread producer([&] {
+    RingWriter writer;
+    writer.Attach(RingReaderTestPeer::Base(*reader));
+    for (uint64_t seq = 0; seq < kRecords; ++seq) {
+      while (!WriteRecord(writer, seq, kMaxFiller, nullptr, cpu_for(seq))) std::this_thread::yield();
+    }
+    done.store(true, std::memory_order_release);
+  });
+  uint64_t expected = 0, wrong = 0, pages = 0;
+  std::vector<uint8_t> copy(kMaxPayload);
+  auto take_record = [&](const RecordHead& head, const PayloadSource& payload) {
+    payload.CopyTo(copy.data());
+    const uint64_t seq =
+        CheckRecord({head.type, head.cpu, head.timestamp, {copy.data(), payload.size()}}, kMaxFiller);
+    wrong += seq != expected || head.cpu != cpu_for(seq);
+    expected = seq + 1;
+  };
+  for (bool finished = false; !finished || !reader->empty();) {
+    finished = done.load(std::memory_order_acquire);
+    reader->StagePages(
+        take_record,
+        [&](const PageHead& head, const PayloadSource& page) {
+          ++pages;
+          wrong += head.cpu != cpu_for(expected);
+          RingReader::StageEventsOfPage(page, take_record);
+        },
+        256, /*hold_open_page=*/!finished);
+    reader->Release();
+  }
+  producer.join();
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(expected, kRecords);
+  EXPECT_EQ(pages, kRecords / 50 - 1);
+  EXPECT_FALSE(reader->broken());
 }
 
 // The consumer sleeps on an eventfd when idle; producers wake it through

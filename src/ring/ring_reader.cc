@@ -16,6 +16,13 @@ namespace {
 
 bool IsPowerOfTwo(uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
 
+// Where head may be: at a page's start, or after an event of it
+// (events are whole words, and the first one has a header word at least).
+bool PositionValid(uint64_t position) {
+  const uint64_t in_page = position % kRingPageSize;
+  return position % 4 == 0 && (in_page == 0 || in_page >= sizeof(PageHeader) + 4);
+}
+
 // A lost event is one failed reserve, which costs its thread more than a
 // nanosecond: the lost counter cannot honestly grow faster than that. The
 // slack keeps a coarse clock from hiding real losses.
@@ -60,7 +67,7 @@ base::ErrorOr<std::unique_ptr<RingReader>> RingReader::Map(int memfd) {
     error = EINVAL;
   } else if ((fixed.clock != static_cast<uint32_t>(ClockDomain::kTsc) &&
               fixed.clock != static_cast<uint32_t>(ClockDomain::kMonotonic)) ||
-             tail % kRecordAlign != 0) {
+             tail % kRingPageSize != 0) {
     error = EPROTO;
   }
   if (error != 0) {
@@ -91,7 +98,7 @@ bool RingReader::LoadHead() {
   // Called only once tail_ caught up with head_: a head that moved backwards
   // makes head - tail_ wrap past size_.
   const uint64_t head = header_->head.load(std::memory_order_acquire);
-  if (head - tail_ > size_ || head % kRecordAlign != 0) {
+  if (head - tail_ > size_ || !PositionValid(head)) {
     broken_ = true;
     return false;
   }

@@ -1,10 +1,11 @@
 // Daemon side of an event ring (layout in ring_layout.h).
 //
 // The producer owns the memory and may write anything into it at any time,
-// so nothing read from it is used before it is copied out and checked: a
-// record's header is copied out and checked, then its payload is copied into
-// private memory (the caller's, or a buffer here), and only that copy is
-// handed out.
+// so nothing read from it is used before it is copied out and checked: an
+// event's header words are copied out and checked, then its payload is
+// copied into private memory (the caller's, or a buffer here), and only that
+// copy is handed out. A whole page is handed out the same way, to be copied
+// and then checked in the copy (service/page_check.h).
 // A ring that breaks the protocol once is marked broken and never read
 // again; the producer loses only its own events. One thread drains a ring.
 #pragma once
@@ -18,6 +19,7 @@
 
 #include "base/error_or.h"
 #include "base/short_copy.h"
+#include "ring/page_event.h"
 #include "ring/ring_layout.h"
 
 namespace udiag::ring {
@@ -29,12 +31,21 @@ struct RecordView {
   std::span<const uint8_t> payload;  // valid until the next record
 };
 
-// A record's header, copied out of the ring and checked.
+// An event's header, copied out of the ring and checked: its id (from the
+// common header), its page's cpu, its time (the page's time plus the
+// deltas) and the size of its payload, padding included.
 struct RecordHead {
   uint16_t type;
   uint16_t cpu;
   uint64_t timestamp;
   uint32_t payload_size;  // at most kMaxPayload
+};
+
+// A closed page at the read position, handed out whole: its cpu and time as
+// its header said when read (the copy may say otherwise: check the copy).
+struct PageHead {
+  uint16_t cpu;
+  uint64_t timestamp;
 };
 
 // The payload of the record being handed out, still in shared memory: it can
@@ -47,6 +58,8 @@ class PayloadSource {
   // Writes exactly size() bytes (base::CopyShort: the usual short payloads
   // take a few fixed-size moves).
   void CopyTo(uint8_t* destination) const { base::CopyShort(destination, at_, size_); }
+  // The page of a PageHead (kRingPageSize bytes) into `destination`.
+  void CopyPageTo(uint8_t* destination) const { std::memcpy(destination, at_, kRingPageSize); }
 
  private:
   friend class RingReader;
@@ -100,6 +113,73 @@ class RingReader {
   size_t Stage(Sink&& sink, size_t max_records) {
     return ReadHeads</*publish=*/false>(sink, max_records);
   }
+
+  // Like Stage, but a page the producer closed, when reading is at its
+  // start, goes whole to `page_sink`, taking (const PageHead&, const
+  // PayloadSource&) with the page as payload; it counts as kPageWeight
+  // records. With `hold_open_page`, the events of the page the producer is
+  // still filling are left for later (holding_open_page() says so), unless
+  // reading has started in it already.
+  static constexpr size_t kPageWeight = 64;
+  template <typename Sink, typename PageSink>
+  size_t StagePages(Sink&& sink, PageSink&& page_sink, size_t max_records, bool hold_open_page) {
+    size_t count = 0;
+    holding_open_page_ = false;
+    while (count < max_records && !broken_) {
+      if (tail_ == head_ && (!LoadHead() || tail_ == head_)) break;
+      // A closed page read to its end, event by event: the next may go whole.
+      if (tail_ % kRingPageSize != 0 && PageReadToItsEnd()) tail_ += kRingPageSize - tail_ % kRingPageSize;
+      if (tail_ % kRingPageSize == 0) {
+        // An old snapshot of head may be inside the page: look again.
+        if (head_ - tail_ < kRingPageSize && !LoadHead()) break;
+        if (head_ - tail_ >= kRingPageSize) {
+          PageHeader header;
+          std::memcpy(&header, data_ + (tail_ & mask_), sizeof(header));
+          page_sink(PageHead{static_cast<uint16_t>(header.commit >> 32), header.timestamp},
+                    PayloadSource(data_ + (tail_ & mask_), kRingPageSize));
+          tail_ += kRingPageSize;
+          count += kPageWeight;
+          continue;
+        }
+        if (hold_open_page) {
+          holding_open_page_ = true;
+          break;
+        }
+      }
+      RecordHead head;
+      const uint8_t* payload;
+      if (!Next(&head, &payload, /*publish=*/false)) break;
+      sink(static_cast<const RecordHead&>(head), PayloadSource(payload, head.payload_size));
+      ++count;
+    }
+    return count;
+  }
+  // The last StagePages stopped at a page the producer is still filling.
+  bool holding_open_page() const { return holding_open_page_; }
+
+  // Hands the events of a page that StagePages gave out whole to `sink`, as
+  // Stage would have: for a page that could not be kept whole. Its header
+  // and events are read again and checked as they are read; a bad event
+  // ends the page.
+  template <typename Sink>
+  static void StageEventsOfPage(const PayloadSource& page, Sink&& sink) {
+    PageHeader header;
+    std::memcpy(&header, page.at_, sizeof(header));
+    const uint8_t* const events = page.at_ + sizeof(PageHeader);
+    const uint64_t bytes = std::min<uint64_t>(static_cast<uint32_t>(header.commit), kPageDataBytes);
+    const auto cpu = static_cast<uint16_t>(header.commit >> 32);
+    uint64_t time = header.timestamp;
+    PageEvent event;
+    for (uint64_t at = 0; at < bytes && DecodePageEvent(events + at, bytes - at, &event);) {
+      time += event.delta;
+      at += event.bytes;
+      if (event.data_bytes == 0) continue;
+      RecordHead head;
+      const uint8_t* payload;
+      if (!RecordOf(event, events + at, cpu, time, &head, &payload)) return;
+      sink(static_cast<const RecordHead&>(head), PayloadSource(payload, head.payload_size));
+    }
+  }
   // Gives the space of the records read so far back to the producer (and
   // wakes a writer waiting for it): their PayloadSources are spent.
   void Release() {
@@ -141,9 +221,9 @@ class RingReader {
   RingReader(void* base, size_t map_bytes, uint32_t data_size, uint32_t tid, ClockDomain clock,
              uint64_t tail);
 
-  // Copies out and checks the next record's header and finds its payload
-  // (checked to lie within the committed bytes); false when there is none or
-  // the ring is (now) broken. `publish`: on reaching the head, first give
+  // Copies out and checks the next event's header and finds its payload
+  // (checked to lie within the committed bytes of its page); false when
+  // there is none or the ring is (now) broken. `publish`: on reaching the head, first give
   // what was read back to the producer.
   bool Next(RecordHead* head, const uint8_t** payload, bool publish);
   // Hands up to max_records records to `sink`. Only a later Next (with
@@ -160,8 +240,18 @@ class RingReader {
     }
     return count;
   }
+  static bool RecordOf(const PageEvent& event, const uint8_t* end, uint16_t cpu, uint64_t time, RecordHead* head,
+                       const uint8_t** payload);
   // Takes a new snapshot of head, checking it.
   bool LoadHead();
+  // Where the events of the page holding tail_ end, in the byte stream:
+  // head_ while the producer still fills it, else what its commit says.
+  // False when that is impossible.
+  bool PageEnd(uint64_t* end);
+  bool PageReadToItsEnd() {
+    uint64_t end;
+    return head_ - (tail_ - tail_ % kRingPageSize) >= kRingPageSize && PageEnd(&end) && tail_ == end;
+  }
   void PublishTail();
   void WakeWaitingWriter();
 
@@ -175,12 +265,31 @@ class RingReader {
   uint64_t tail_;            // private: the shared copy is never read back
   uint64_t published_tail_;  // last value stored to the shared tail
   uint64_t head_;            // last checked snapshot of the shared head
+  // The page being read: its cpu, the time of its event before tail_, and
+  // where its events end once it is closed (0: not known yet).
+  uint16_t page_cpu_ = 0;
+  uint64_t page_time_ = 0;
+  uint64_t page_end_ = 0;
+  bool holding_open_page_ = false;
   uint64_t lost_seen_ = 0;
   uint64_t lost_checked_ns_;  // when TakeLost last read the counter (or Map)
   bool broken_ = false;
   bool writer_may_wait_ = false;
   alignas(8) uint8_t buffer_[kMaxPayload];
 };
+
+// The record of data event `event`, which ends at `end`; false when its data
+// cannot be a record (no room for the common header, too large).
+inline bool RingReader::RecordOf(const PageEvent& event, const uint8_t* end, uint16_t cpu, uint64_t time,
+                                 RecordHead* head, const uint8_t** payload) {
+  if (event.data_bytes < kCommonHeaderBytes || event.data_bytes - kCommonHeaderBytes > kMaxPayload) return false;
+  const uint8_t* data = end - event.data_bytes;
+  uint16_t type;
+  std::memcpy(&type, data, sizeof(type));
+  *head = {type, cpu, time, event.data_bytes - kCommonHeaderBytes};
+  *payload = data + kCommonHeaderBytes;
+  return true;
+}
 
 // Inline: it runs once per record, and its result feeds the sink's checks.
 inline bool RingReader::Next(RecordHead* head, const uint8_t** payload, bool publish) {
@@ -189,35 +298,51 @@ inline bool RingReader::Next(RecordHead* head, const uint8_t** payload, bool pub
       if (publish) PublishTail();
       if (!LoadHead() || tail_ == head_) return false;
     }
-    // tail_ and head_ are 8-aligned and data_size a multiple of 8, so both
-    // to_end and avail are at least 8: enough for size and type.
-    const uint64_t pos = tail_ & mask_;
-    const uint64_t to_end = size_ - pos;
-    const uint64_t avail = head_ - tail_;
-    RecordHeader header{};
-    const uint64_t header_bytes = std::min<uint64_t>({sizeof(header), to_end, avail});
-    if (header_bytes == sizeof(header)) {
-      std::memcpy(&header, data_ + pos, sizeof(header));  // the usual case, a fixed-size copy
-    } else {
-      std::memcpy(&header, data_ + pos, header_bytes);
-    }
-    if (header.type == kPaddingType) {
-      if (pos == 0 || header.size != to_end || to_end > avail) break;
-      tail_ += to_end;
+    const uint64_t in_page = tail_ % kRingPageSize;
+    if (in_page == 0) {  // a page begins: LoadHead saw head_ past its header
+      // Not the byte count: the producer may be closing the page.
+      const uint8_t* header = data_ + (tail_ & mask_);
+      std::memcpy(&page_time_, header + offsetof(PageHeader, timestamp), sizeof(page_time_));
+      std::memcpy(&page_cpu_, header + kPageCpuOffset, sizeof(page_cpu_));
+      page_end_ = 0;
+      tail_ += sizeof(PageHeader);
       continue;
     }
-    const uint64_t bytes = AlignRecord(header.size);
-    if (header.size < sizeof(RecordHeader) || header.size > sizeof(RecordHeader) + kMaxPayload ||
-        bytes > to_end || bytes > avail) {
-      break;
+    uint64_t end;
+    if (!PageEnd(&end)) break;
+    if (tail_ == end) {  // a closed page read to its end
+      tail_ += kRingPageSize - in_page;
+      continue;
     }
-    *head = {header.type, header.cpu, header.timestamp, static_cast<uint32_t>(header.size - sizeof(RecordHeader))};
-    *payload = data_ + pos + sizeof(RecordHeader);
-    tail_ += bytes;
+    PageEvent event;
+    const uint8_t* const at = data_ + (tail_ & mask_);
+    if (!DecodePageEvent(at, end - tail_, &event)) break;
+    page_time_ += event.delta;
+    tail_ += event.bytes;
+    if (event.data_bytes == 0) continue;  // a time extend
+    if (!RecordOf(event, at + event.bytes, page_cpu_, page_time_, head, payload)) break;
     return true;
   }
   broken_ = true;
   return false;
+}
+
+inline bool RingReader::PageEnd(uint64_t* end) {
+  if (page_end_ != 0) {
+    *end = page_end_;
+    return true;
+  }
+  const uint64_t page_start = tail_ - tail_ % kRingPageSize;
+  if (head_ - page_start < kRingPageSize) {
+    *end = head_;
+    return true;
+  }
+  uint64_t commit;
+  std::memcpy(&commit, data_ + (page_start & mask_) + offsetof(PageHeader, commit), sizeof(commit));
+  const uint64_t bytes = static_cast<uint32_t>(commit);
+  page_end_ = page_start + sizeof(PageHeader) + bytes;
+  *end = page_end_;
+  return bytes <= kPageDataBytes && page_end_ >= tail_;
 }
 
 }  // namespace udiag::ring

@@ -38,8 +38,16 @@ std::vector<uint8_t> PayloadFor(uint64_t i, uint32_t len) {
   return payload;
 }
 
-bool Write(RingWriter& writer, uint16_t type, uint64_t timestamp, const std::vector<uint8_t>& payload) {
-  uint8_t* p = writer.Reserve(payload.size(), type, 1, timestamp);
+// What a reader hands out for `payload`: the common header and the payload
+// are padded with zeros to whole words.
+std::vector<uint8_t> Padded(std::vector<uint8_t> payload) {
+  payload.resize(PaddedPayload(payload.size()));
+  return payload;
+}
+
+bool Write(RingWriter& writer, uint16_t type, uint64_t timestamp, const std::vector<uint8_t>& payload,
+           uint16_t cpu = 1) {
+  uint8_t* p = writer.Reserve(payload.size(), type, cpu, timestamp);
   if (p == nullptr) return false;
   if (!payload.empty()) std::memcpy(p, payload.data(), payload.size());
   writer.Commit();
@@ -66,10 +74,10 @@ TEST(RingReaderTest, StagedRecordsKeepTheirSpaceUntilReleased) {
   writer.Attach(ring.base());
   auto reader = ring.Reader();
   ASSERT_NE(reader, nullptr);
-  const std::vector<uint8_t> payload = PayloadFor(1, 48);  // 64-byte records
+  const std::vector<uint8_t> payload = PayloadFor(1, 48);  // 60-byte events
   int written = 0;
   while (Write(writer, 1, written, PayloadFor(written, 48))) ++written;
-  ASSERT_EQ(written, 4096 / 64);
+  ASSERT_EQ(written, kPageRoom / 60) << "the only page is full";
 
   std::vector<PayloadSource> staged;
   std::vector<uint64_t> stamps;
@@ -111,7 +119,7 @@ TEST(RingReaderTest, RoundTripOfEverySize) {
     EXPECT_EQ(records[i].type, i + 1);
     EXPECT_EQ(records[i].cpu, 1);
     EXPECT_EQ(records[i].timestamp, 1000 + i);
-    EXPECT_EQ(records[i].payload, PayloadFor(i, sizes[i])) << "record " << i;
+    EXPECT_EQ(records[i].payload, Padded(PayloadFor(i, sizes[i]))) << "record " << i;
   }
   EXPECT_TRUE(reader->empty());
   EXPECT_FALSE(reader->broken());
@@ -119,9 +127,10 @@ TEST(RingReaderTest, RoundTripOfEverySize) {
 }
 
 TEST(RingReaderTest, WrapsAroundManyTimes) {
-  // Sizes that do not divide the ring, so that the padding lands everywhere,
-  // including the last 8 bytes.
-  TestRing ring(4096);
+  // Sizes that do not divide a page, so that pages end after any number of
+  // events and bytes. Two pages: the writer can open a page while the reader
+  // is still in the one before.
+  TestRing ring(8192);
   RingWriter writer;
   writer.Attach(ring.base());
   auto reader = ring.GuardedReader();
@@ -136,7 +145,7 @@ TEST(RingReaderTest, WrapsAroundManyTimes) {
     }
     for (const Record& r : DrainAll(*reader)) {
       ASSERT_EQ(r.timestamp, read);
-      ASSERT_EQ(r.payload, PayloadFor(read, (read * 13) % 700));
+      ASSERT_EQ(r.payload, Padded(PayloadFor(read, (read * 13) % 700)));
       ++read;
     }
   }
@@ -156,7 +165,7 @@ TEST(RingReaderTest, FullRingCountsLost) {
   for (int i = 0; i < 200; ++i) {
     (Write(writer, 1, i, PayloadFor(i, 40)) ? ok : failed)++;
   }
-  EXPECT_EQ(ok, 4096 / 56);
+  EXPECT_EQ(ok, static_cast<int>(kPageRoom / 52)) << "52-byte events fill the only page";
   EXPECT_EQ(failed, 200 - ok);
   EXPECT_EQ(reader->TakeLost(), static_cast<uint64_t>(failed));
   EXPECT_EQ(reader->TakeLost(), 0u);
@@ -200,18 +209,21 @@ TEST(RingReaderTest, AbandonedRecordIsNeverDelivered) {
 }
 
 TEST(RingReaderTest, AbandonAfterWrapDeliversNothing) {
-  TestRing ring(4096);
+  TestRing ring(8192);
   RingWriter writer;
   writer.Attach(ring.base());
   auto reader = ring.Reader();
   ASSERT_NE(reader, nullptr);
-  ASSERT_TRUE(Write(writer, 1, 0, PayloadFor(0, 3000)));
-  ASSERT_EQ(DrainAll(*reader).size(), 1u);
-  ASSERT_NE(writer.Reserve(2000, 2, 0, 0), nullptr);  // wraps
+  for (int i = 0; i < 2; ++i) {  // a page each
+    ASSERT_TRUE(Write(writer, 1, 0, PayloadFor(0, 3000)));
+    ASSERT_EQ(DrainAll(*reader).size(), 1u);
+  }
+  ASSERT_NE(writer.Reserve(2000, 2, 0, 0), nullptr);  // closes page 1, opens page 2 in page 0's memory
   writer.Abandon();
   EXPECT_TRUE(DrainAll(*reader).empty());
   EXPECT_FALSE(reader->broken());
   ASSERT_TRUE(Write(writer, 3, 0, PayloadFor(3, 2000)));
+  EXPECT_EQ(ring.header()->head.load(), 8192u + 16 + 8 + 2008);
   const std::vector<Record> records = DrainAll(*reader);
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].type, 3);
@@ -227,12 +239,12 @@ TEST(RingReaderTest, DrainHonorsMaxRecordsAndPublishesTail) {
   std::vector<Record> first = DrainAll(*reader, 3);
   ASSERT_EQ(first.size(), 3u);
   EXPECT_EQ(first[2].timestamp, 2u);
-  EXPECT_EQ(ring.header()->tail.load(), 3u * 24);
+  EXPECT_EQ(ring.header()->tail.load(), 16u + 3 * 20);
   EXPECT_FALSE(reader->empty());
   std::vector<Record> rest = DrainAll(*reader);
   ASSERT_EQ(rest.size(), 7u);
   EXPECT_EQ(rest[0].timestamp, 3u);
-  EXPECT_EQ(ring.header()->tail.load(), 10u * 24);
+  EXPECT_EQ(ring.header()->tail.load(), 16u + 10 * 20);
   EXPECT_TRUE(reader->empty());
 }
 
@@ -257,7 +269,7 @@ TEST(RingReaderTest, SleepAndWakeHandshake) {
 }
 
 TEST(RingReaderTest, DrainHeadsHandsEachPayloadOutBeforeReleasingIt) {
-  TestRing ring(4096);
+  TestRing ring(8192);
   RingWriter writer;
   writer.Attach(ring.base());
   auto reader = ring.GuardedReader();
@@ -273,13 +285,14 @@ TEST(RingReaderTest, DrainHeadsHandsEachPayloadOutBeforeReleasingIt) {
           // Not yet released: the producer cannot be overwriting it.
           EXPECT_LT(ring.header()->tail.load(), ring.header()->head.load());
           ASSERT_EQ(head.timestamp, read);
-          ASSERT_EQ(head.payload_size, (read * 13) % 700);
+          const std::vector<uint8_t> expected = Padded(PayloadFor(read, (read * 13) % 700));
+          ASSERT_EQ(head.payload_size, expected.size());
           ASSERT_EQ(payload.size(), head.payload_size);
           ++read;
           if (head.type == 2) return;  // skipped records are consumed too
           std::vector<uint8_t> copy(payload.size());
           payload.CopyTo(copy.data());
-          ASSERT_EQ(copy, PayloadFor(head.timestamp, head.payload_size));
+          ASSERT_EQ(copy, expected);
         },
         SIZE_MAX);
     ASSERT_EQ(ring.header()->tail.load(), ring.header()->head.load());
@@ -309,10 +322,134 @@ TEST(RingReaderTest, ReaderAndWriterInOneMapping) {
   RingWriter writer;
   writer.Attach(RingReaderTestPeer::Base(*reader));
   ASSERT_TRUE(Write(writer, 9, 5, PayloadFor(5, 33)));
-  EXPECT_EQ(ring.header()->head.load(), 56u) << "same memory as the creator's mapping";
+  EXPECT_EQ(ring.header()->head.load(), 16u + 4 + 44) << "same memory as the creator's mapping";
   const std::vector<Record> records = DrainAll(*reader);
   ASSERT_EQ(records.size(), 1u);
-  EXPECT_EQ(records[0].payload, PayloadFor(5, 33));
+  EXPECT_EQ(records[0].payload, Padded(PayloadFor(5, 33)));
+}
+
+// What StagePages handed out, in order: pages whole, events one by one.
+struct Staged {
+  bool page;
+  uint16_t cpu;
+  uint64_t timestamp;
+  std::vector<uint8_t> bytes;  // the page, or the event's payload
+};
+
+size_t StageAll(RingReader& reader, bool hold_open_page, std::vector<Staged>* out,
+                size_t max_records = SIZE_MAX) {
+  return reader.StagePages(
+      [&](const RecordHead& head, const PayloadSource& payload) {
+        std::vector<uint8_t> bytes(payload.size());
+        payload.CopyTo(bytes.data());
+        out->push_back({false, head.cpu, head.timestamp, std::move(bytes)});
+      },
+      [&](const PageHead& head, const PayloadSource& page) {
+        std::vector<uint8_t> bytes(kRingPageSize);
+        page.CopyPageTo(bytes.data());
+        out->push_back({true, head.cpu, head.timestamp, std::move(bytes)});
+      },
+      max_records, hold_open_page);
+}
+
+// A page of the ring's memory, as StagePages should hand it out.
+std::vector<uint8_t> PageAt(const TestRing& ring, uint64_t page) {
+  const uint8_t* at = ring.data() + (page & (ring.data_size() - 1));
+  return {at, at + kRingPageSize};
+}
+
+// StagePages hands out a page the producer closed whole, with its header's
+// cpu and time. The page it still fills is held with hold_open_page, else
+// read event by event. Nothing is the producer's again until Release.
+TEST(RingReaderTest, StagePagesHandsClosedPagesWhole) {
+  TestRing ring(16384);
+  RingWriter writer;
+  writer.Attach(ring.base());
+  auto reader = ring.GuardedReader();
+  ASSERT_NE(reader, nullptr);
+  ASSERT_TRUE(Write(writer, 1, 10, PayloadFor(10, 5), /*cpu=*/1));
+  ASSERT_TRUE(Write(writer, 1, 11, PayloadFor(11, 5), 1));
+  ASSERT_TRUE(Write(writer, 1, 20, PayloadFor(20, 5), 2));  // closes page 0
+  ASSERT_TRUE(Write(writer, 1, 30, PayloadFor(30, 5), 3));  // closes page 1
+
+  std::vector<Staged> staged;
+  EXPECT_EQ(StageAll(*reader, /*hold_open_page=*/true, &staged, 1), RingReader::kPageWeight)
+      << "a page weighs";
+  EXPECT_EQ(StageAll(*reader, true, &staged), RingReader::kPageWeight);
+  EXPECT_TRUE(reader->holding_open_page());
+  ASSERT_EQ(staged.size(), 2u);
+  EXPECT_TRUE(staged[0].page);
+  EXPECT_EQ(staged[0].cpu, 1);
+  EXPECT_EQ(staged[0].timestamp, 10u);
+  EXPECT_EQ(staged[0].bytes, PageAt(ring, 0));
+  EXPECT_TRUE(staged[1].page);
+  EXPECT_EQ(staged[1].cpu, 2);
+  EXPECT_EQ(staged[1].timestamp, 20u);
+  EXPECT_EQ(staged[1].bytes, PageAt(ring, 4096));
+  EXPECT_EQ(reader->position(), 8192u);
+  EXPECT_EQ(StageAll(*reader, true, &staged), 0u);
+  EXPECT_TRUE(reader->holding_open_page());
+  EXPECT_EQ(staged.size(), 2u);
+
+  staged.clear();
+  EXPECT_EQ(StageAll(*reader, /*hold_open_page=*/false, &staged), 1u);
+  EXPECT_FALSE(reader->holding_open_page());
+  ASSERT_EQ(staged.size(), 1u);
+  EXPECT_FALSE(staged[0].page);
+  EXPECT_EQ(staged[0].cpu, 3);
+  EXPECT_EQ(staged[0].timestamp, 30u);
+  EXPECT_EQ(staged[0].bytes, Padded(PayloadFor(30, 5)));
+
+  // Staged, not released: the writer gets page 3, but not page 4 (page 0's memory).
+  EXPECT_EQ(ring.header()->tail.load(), 0u);
+  ASSERT_TRUE(Write(writer, 1, 40, PayloadFor(40, 5), 4));
+  EXPECT_FALSE(Write(writer, 1, 50, PayloadFor(50, 5), 5));
+  reader->Release();
+  EXPECT_EQ(ring.header()->tail.load(), 8192u + 16 + 4 + 16);
+  EXPECT_TRUE(Write(writer, 1, 50, PayloadFor(50, 5), 5));
+  EXPECT_FALSE(reader->broken());
+}
+
+// A page held while its producer filled it goes whole once it is closed.
+TEST(RingReaderTest, StagePagesTakesAHeldPageWholeOnceClosed) {
+  TestRing ring(8192);
+  RingWriter writer;
+  writer.Attach(ring.base());
+  auto reader = ring.Reader();
+  ASSERT_NE(reader, nullptr);
+  ASSERT_TRUE(Write(writer, 1, 10, PayloadFor(10, 8), /*cpu=*/1));
+  std::vector<Staged> staged;
+  EXPECT_EQ(StageAll(*reader, /*hold_open_page=*/true, &staged), 0u);
+  EXPECT_TRUE(reader->holding_open_page());
+  ASSERT_TRUE(Write(writer, 1, 20, PayloadFor(20, 8), 2));  // closes page 0
+
+  EXPECT_EQ(StageAll(*reader, true, &staged), RingReader::kPageWeight);
+  ASSERT_EQ(staged.size(), 1u) << "the page was closed under the held reader";
+  EXPECT_TRUE(staged[0].page);
+  EXPECT_EQ(staged[0].cpu, 1);
+  EXPECT_TRUE(reader->holding_open_page()) << "page 1";
+}
+
+// A page read event by event does not make the closed page after it be
+// read so too: reading is at that page's start.
+TEST(RingReaderTest, StagePagesTakesTheClosedPageAfterAnEventReadOneWhole) {
+  TestRing ring(16384);
+  RingWriter writer;
+  writer.Attach(ring.base());
+  auto reader = ring.Reader();
+  ASSERT_NE(reader, nullptr);
+  ASSERT_TRUE(Write(writer, 1, 10, PayloadFor(10, 8), /*cpu=*/1));
+  std::vector<Staged> staged;
+  EXPECT_EQ(StageAll(*reader, /*hold_open_page=*/false, &staged), 1u);
+  ASSERT_TRUE(Write(writer, 1, 20, PayloadFor(20, 8), 2));  // closes page 0
+  ASSERT_TRUE(Write(writer, 1, 30, PayloadFor(30, 8), 3));  // closes page 1
+
+  staged.clear();
+  EXPECT_EQ(StageAll(*reader, /*hold_open_page=*/true, &staged), RingReader::kPageWeight);
+  ASSERT_EQ(staged.size(), 1u);
+  EXPECT_TRUE(staged[0].page) << "page 1 was read event by event";
+  EXPECT_EQ(staged[0].cpu, 2);
+  EXPECT_TRUE(reader->holding_open_page()) << "page 2";
 }
 
 }  // namespace

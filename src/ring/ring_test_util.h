@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -21,6 +22,24 @@ class RingReaderTestPeer {
  public:
   static void* Base(RingReader& reader) { return reader.header_; }
 };
+
+// The common header the writer puts before every payload (ring_layout.h).
+struct CommonHeader {
+  uint16_t type;
+  uint8_t flags;
+  uint8_t preempt_count;
+  int32_t tid;
+};
+static_assert(sizeof(CommonHeader) == kCommonHeaderBytes);
+
+// An event header word: type_len in the low bits, the time delta above.
+constexpr uint32_t EventWord(uint32_t type_len, uint32_t delta) { return type_len | delta << kTypeLenBits; }
+
+// The payload size a reader reports for `len` written bytes: the common
+// header and the payload are padded to whole words.
+constexpr uint32_t PaddedPayload(uint32_t len) {
+  return ((kCommonHeaderBytes + len + 3) & ~3u) - kCommonHeaderBytes;
+}
 
 // A ring made by CreateRing, unmapped and closed at scope exit. Its mapping
 // sits between two PROT_NONE pages, so that an access just outside it
@@ -55,6 +74,19 @@ class TestRing {
   void* base() const { return mapping_.base; }
   RingHeader* header() const { return static_cast<RingHeader*>(mapping_.base); }
   uint8_t* data() const { return static_cast<uint8_t*>(mapping_.base) + kHeaderBytes; }
+  uint64_t data_size() const { return mapping_.bytes - kHeaderBytes; }
+
+  // The bytes at byte-stream position `pos` of the data area, as a T.
+  template <typename T>
+  T Get(uint64_t pos) const {
+    T value;
+    std::memcpy(&value, data() + (pos & (data_size() - 1)), sizeof(value));
+    return value;
+  }
+  template <typename T>
+  void Put(uint64_t pos, const T& value) const {
+    std::memcpy(data() + (pos & (data_size() - 1)), &value, sizeof(value));
+  }
 
   std::unique_ptr<RingReader> Reader() const {
     auto reader = RingReader::Map(mapping_.fd);

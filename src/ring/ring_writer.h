@@ -1,14 +1,14 @@
 // Producer side of an event ring (layout in ring_layout.h): one writer per
-// ring. When the ring is full it drops and counts, unless the daemon set
-// `full_wait_ms` (a consumer asked not to lose events): then it first waits
-// that long for room. A wait that times out is not repeated until the
-// daemon has consumed something, so a stalled daemon costs a thread one
-// timeout, not one per event.
+// ring, writing ftrace pages. When the ring has no free page it drops and
+// counts, unless the daemon set `full_wait_ms` (a consumer asked not to lose
+// events): then it first waits that long for room. A wait that times out is
+// not repeated until the daemon has consumed something, so a stalled daemon
+// costs a thread one timeout, not one per event.
 //
-// Fast path: two compares against private copies of head and tail, a 16-byte
-// header store, the caller's payload copy, a release store of head and one
-// relaxed load of consumer_sleeping. The shared tail is read only when the
-// private copy says the ring is full.
+// Fast path, for an event on the same cpu that fits in the open page: three
+// compares, the event and common header words, the caller's payload copy, a
+// release store of head and one relaxed load of consumer_sleeping. Room in
+// the ring is looked for only when a page is opened.
 #pragma once
 
 #include <fcntl.h>
@@ -40,46 +40,49 @@ class RingWriter {
     data_ = static_cast<uint8_t*>(base) + kHeaderBytes;
     size_ = header_->data_size;
     mask_ = size_ - 1;
-    head_ = header_->head.load(std::memory_order_relaxed);
-    cached_tail_ = head_ - size_;  // full until the first Reserve reads the tail
+    tid_ = header_->tid;
+    // A page is opened at a page boundary: round a head left inside one up.
+    head_ = (header_->head.load(std::memory_order_relaxed) + kRingPageSize - 1) & ~uint64_t{kRingPageSize - 1};
+    page_ = nullptr;
+    page_cpu_ = kNoPage;
+    page_used_ = 0;
+    last_timestamp_ = 0;
+    cached_tail_ = head_ - size_;  // full until the first page reads the tail
     reserved_ = 0;
     gave_up_at_tail_ = UINT64_MAX;
   }
   bool attached() const { return header_ != nullptr; }
 
-  // Reserves a record with room for payload_len bytes, fills its header and
-  // returns the payload area, or nullptr (counted in `lost`) when the ring is
-  // full or payload_len > kMaxPayload. At most one reservation is open; a new
-  // Reserve replaces it. `type` is never kPaddingType (event ids start at 1).
+  // Reserves an event with room for payload_len bytes, writes its headers
+  // (event `type`, this ring's thread) and returns the payload area, or
+  // nullptr (counted in `lost`) when the ring is full or payload_len >
+  // kMaxPayload. At most one reservation is open; a new Reserve replaces it.
+  // A timestamp below the last one is taken as equal to it.
   uint8_t* Reserve(uint32_t payload_len, uint16_t type, uint16_t cpu, uint64_t timestamp) {
-    assert(type != kPaddingType);
     if (payload_len > kMaxPayload) [[unlikely]] {
       return Drop();
     }
-    const uint32_t size = sizeof(RecordHeader) + payload_len;
-    const uint64_t bytes = AlignRecord(size);
-    uint64_t pos = head_ & mask_;
-    if (bytes > size_ - pos || bytes > size_ - (head_ - cached_tail_)) [[unlikely]] {
-      if (!MakeRoom(bytes) && !WaitForRoom(bytes)) return Drop();
-      pos = head_ & mask_;
+    const uint32_t padded = (kCommonHeaderBytes + payload_len + 3) & ~3u;
+    const uint32_t event_bytes = padded + (padded <= kMaxSmallData ? 4 : 8);
+    const uint64_t delta = timestamp - last_timestamp_;
+    if (cpu != page_cpu_ || delta > kMaxTimeDelta || page_used_ + event_bytes > kPageRoom) [[unlikely]] {
+      return ReserveInGeneral(padded, event_bytes, type, cpu, timestamp);
     }
-    uint8_t* record = data_ + pos;
-    const RecordHeader header{size, type, cpu, timestamp};
-    std::memcpy(record, &header, sizeof(header));
-    reserved_ = bytes;
-    return record + sizeof(RecordHeader);
+    return PutEvent(0, padded, static_cast<uint32_t>(delta), type, timestamp);
   }
 
-  // Publishes the reserved record. Returns true when the consumer said it
+  // Publishes the reserved event. Returns true when the consumer said it
   // sleeps and this call took that flag: the caller must then wake it.
   //
   // The flag is read without a fence after the head store, so a consumer that
-  // goes to sleep at the same moment can miss this record's wake-up: the
+  // goes to sleep at the same moment can miss this event's wake-up: the
   // consumer must sleep with a timeout (a full fence here would cost more
   // than the rest of the write).
   bool Commit() {
-    head_ += reserved_;
+    page_used_ += reserved_;
     reserved_ = 0;
+    last_timestamp_ = reserved_timestamp_;
+    head_ = page_start_ + sizeof(PageHeader) + page_used_;
     header_->head.store(head_, std::memory_order_release);
     if (header_->consumer_sleeping.load(std::memory_order_relaxed) != 0) [[unlikely]] {
       return header_->consumer_sleeping.exchange(0, std::memory_order_acq_rel) != 0;
@@ -87,51 +90,103 @@ class RingWriter {
     return false;
   }
 
-  // Drops the reservation: no record becomes visible and nothing is counted
-  // lost (a padding record written to wrap may already be, which readers skip).
+  // Drops the reservation: no event becomes visible and nothing is counted
+  // lost (the page before may have been closed to make room, which is fine).
   void Abandon() { reserved_ = 0; }
 
   // Tells the consumer this thread exited; it frees the ring once drained.
   void MarkClosed() { header_->closed.store(1, std::memory_order_release); }
 
  private:
+  static constexpr uint32_t kNoPage = UINT32_MAX;  // page_cpu_ while no page is open
+
   uint8_t* Drop() {
     header_->lost.store(header_->lost.load(std::memory_order_relaxed) + 1,
                         std::memory_order_relaxed);
     return nullptr;
   }
 
-  // True when `bytes` fit in the free space, re-reading the shared tail if
-  // the cached one says they do not.
-  bool Fits(uint64_t bytes) {
-    if (bytes <= size_ - (head_ - cached_tail_)) return true;
+  // Writes the event's headers `extend_bytes` into the open page's free
+  // part (after a time extend put there) and reserves it.
+  uint8_t* PutEvent(uint32_t extend_bytes, uint32_t padded, uint32_t delta, uint16_t type, uint64_t timestamp) {
+    uint8_t* at = page_ + sizeof(PageHeader) + page_used_ + extend_bytes;
+    uint32_t data_at = 4;
+    if (padded <= kMaxSmallData) {
+      const uint32_t word = padded / 4 | delta << kTypeLenBits;
+      std::memcpy(at, &word, 4);
+    } else {
+      const uint32_t words[2] = {delta << kTypeLenBits, padded + 4};
+      std::memcpy(at, words, 8);
+      data_at = 8;
+    }
+    uint8_t* data = at + data_at;
+    const uint32_t zero = 0;
+    std::memcpy(data + padded - 4, &zero, 4);  // the padding; the payload overwrites the rest
+    const uint64_t common = type | uint64_t{tid_} << 32;  // flags and preempt count 0
+    std::memcpy(data, &common, sizeof(common));
+    reserved_ = extend_bytes + data_at + padded;
+    reserved_timestamp_ = timestamp;
+    return data + kCommonHeaderBytes;
+  }
+
+  // Reserve when the event needs a new page (another cpu, no room, none
+  // open) or a time extend, or came with an earlier timestamp.
+  [[gnu::noinline]] uint8_t* ReserveInGeneral(uint32_t padded, uint32_t event_bytes, uint16_t type, uint16_t cpu,
+                                             uint64_t timestamp) {
+    // After a drop too: the next page must not start before the last event.
+    if (timestamp < last_timestamp_) timestamp = last_timestamp_;
+    uint64_t delta = timestamp - last_timestamp_;
+    const uint32_t extend_bytes = delta > kMaxTimeDelta ? 8 : 0;
+    if (cpu != page_cpu_ || page_used_ == 0 || page_used_ + extend_bytes + event_bytes > kPageRoom) {
+      if (!OpenPage(cpu, timestamp)) return Drop();
+      return PutEvent(0, padded, 0, type, timestamp);
+    }
+    if (extend_bytes != 0) {
+      uint8_t* at = page_ + sizeof(PageHeader) + page_used_;
+      const uint32_t words[2] = {kTypeTimeExtend | static_cast<uint32_t>(delta & kMaxTimeDelta) << kTypeLenBits,
+                                 static_cast<uint32_t>(delta >> kTimeDeltaBits)};
+      std::memcpy(at, words, 8);
+      delta = 0;
+    }
+    return PutEvent(extend_bytes, padded, static_cast<uint32_t>(delta), type, timestamp);
+  }
+
+  // Closes the open page, if it has events, and opens the next free one for
+  // `cpu`, its first event stamped `timestamp`. False when no page is free.
+  bool OpenPage(uint16_t cpu, uint64_t timestamp) {
+    if (page_cpu_ != kNoPage && page_used_ != 0) {
+      // Only the byte count: the reader may be copying the cpu beside it.
+      std::memcpy(page_ + offsetof(PageHeader, commit), &page_used_, sizeof(page_used_));
+      head_ = page_start_ + kRingPageSize;
+      header_->head.store(head_, std::memory_order_release);
+    }
+    page_cpu_ = kNoPage;
+    // An open page without events is still free: it is simply opened again.
+    if (!HasFreePage() && !WaitForFreePage()) return false;
+    page_start_ = head_;
+    page_ = data_ + (head_ & mask_);
+    page_used_ = 0;
+    page_cpu_ = cpu;
+    last_timestamp_ = timestamp;
+    const PageHeader header{timestamp, uint64_t{cpu} << 32};
+    std::memcpy(page_, &header, sizeof(header));
+    return true;
+  }
+
+  // True when the page at head_ is free, re-reading the shared tail if the
+  // cached one says it is not.
+  bool HasFreePage() {
+    if (head_ + kRingPageSize - cached_tail_ <= size_) return true;
     const uint64_t tail = header_->tail.load(std::memory_order_acquire);
     // A tail ahead of head or too far behind it is a consumer bug: stay full
     // rather than overwrite what it may still read.
     cached_tail_ = (tail <= head_ && head_ - tail <= size_) ? tail : head_ - size_;
-    return bytes <= size_ - (head_ - cached_tail_);
+    return head_ + kRingPageSize - cached_tail_ <= size_;
   }
 
-  // Slow path of Reserve: refreshes the tail and, when the record would cross
-  // the end of the data area, publishes a padding record up to it first.
-  // Publishing the padding on its own lets a record larger than the space
-  // before the write position fit once the consumer catches up, even in the
-  // smallest ring.
-  [[gnu::noinline]] bool MakeRoom(uint64_t bytes) {
-    const uint64_t to_end = size_ - (head_ & mask_);
-    if (bytes <= to_end) return Fits(bytes);
-    if (!Fits(to_end)) return false;
-    const RecordHeader padding{static_cast<uint32_t>(to_end), kPaddingType, 0, 0};
-    std::memcpy(data_ + (head_ & mask_), &padding, 8);  // the area may end here
-    head_ += to_end;
-    header_->head.store(head_, std::memory_order_release);
-    return Fits(bytes);
-  }
-
-  // Waits up to full_wait_ms for MakeRoom(bytes) to succeed. The daemon
-  // wakes us when it frees space; the wait is sliced so a missed wake-up
-  // costs at most a slice.
-  [[gnu::noinline, gnu::cold]] bool WaitForRoom(uint64_t bytes) {
+  // Waits up to full_wait_ms for a free page. The daemon wakes us when it
+  // frees space; the wait is sliced so a missed wake-up costs at most a slice.
+  [[gnu::noinline, gnu::cold]] bool WaitForFreePage() {
     const uint32_t wait_ms = header_->full_wait_ms.load(std::memory_order_relaxed);
     if (wait_ms == 0 || cached_tail_ == gave_up_at_tail_) return false;
     constexpr uint64_t kSliceNs = 1'000'000;
@@ -139,7 +194,7 @@ class RingWriter {
     for (;;) {
       // seq_cst: the daemon stores the tail, then reads this flag.
       header_->writer_waiting.store(1, std::memory_order_seq_cst);
-      if (MakeRoom(bytes)) break;
+      if (HasFreePage()) break;
       const uint64_t now = base::MonotonicNs();
       // The daemon may have turned waiting off meanwhile.
       if (now >= deadline || header_->full_wait_ms.load(std::memory_order_relaxed) == 0) {
@@ -157,9 +212,18 @@ class RingWriter {
   uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
   uint64_t mask_ = 0;
-  uint64_t head_ = 0;         // committed bytes, as published
+  uint32_t tid_ = 0;
+  uint64_t head_ = 0;         // as published
   uint64_t cached_tail_ = 0;  // head_ - cached_tail_ <= size_ always
-  uint64_t reserved_ = 0;     // bytes of the open reservation
+  // The open page: where it starts in the byte stream and in memory, its
+  // cpu (kNoPage: none open) and the bytes of its events.
+  uint64_t page_start_ = 0;
+  uint8_t* page_ = nullptr;
+  uint32_t page_cpu_ = kNoPage;
+  uint32_t page_used_ = 0;
+  uint64_t last_timestamp_ = 0;  // of the page's last event, or its start
+  uint32_t reserved_ = 0;        // bytes of the open reservation
+  uint64_t reserved_timestamp_ = 0;
   uint64_t gave_up_at_tail_ = UINT64_MAX;  // the tail a wait timed out at
 };
 

@@ -20,6 +20,7 @@
 #include "service/event_probe.h"
 #include "service/event_registry.h"
 #include "service/event_triggers.h"
+#include "service/page_check.h"
 #include "service/trace_buffer.h"
 
 namespace udiag::service {
@@ -45,6 +46,10 @@ class RecordTaker {
   // says how many records the run committed.
   virtual record::tracedat::PageEncoder* StartRun(const Event& event, const EntryMeta& meta) = 0;
   virtual void EndRun(uint16_t type, uint32_t records) = 0;
+  // A whole page of records from meta's thread on meta.cpu (page_check.h),
+  // kept as it is; `lost_before` records were lost just before it. The
+  // taker may mark that on the page.
+  virtual void TakePage(const EntryMeta& meta, CheckedPage& page, uint64_t lost_before) = 0;
 };
 
 class Instance {
@@ -153,6 +158,14 @@ class Instance {
     return taker_->StartRun(event, meta);
   }
   void EndHandOverRun(uint16_t type, uint32_t records) { taker_->EndRun(type, records); }
+  // Hands a whole page to the taker, when KeepsInPerCpuPages and every
+  // record on it is one HandsOverDirectly: false, with nothing done, while
+  // the buffer holds records that must go first.
+  bool HandOverPage(const EntryMeta& meta, CheckedPage& page) {
+    if (buffer_.entries() != 0) return false;
+    taker_->TakePage(meta, page, buffer_.TakePendingLost());
+    return true;
+  }
 
   // The connection whose closing removes this instance (a record session), or 0.
   uint64_t owner() const { return owner_; }
@@ -265,15 +278,18 @@ class InstanceSet {
   }
   // Whether drained records need time order only per cpu: the one instance
   // taking events in keeps them in per-cpu pages (KeepsInPerCpuPages).
-  bool OrderPerCpuIsEnough() const {
-    const Instance* only = nullptr;
+  bool OrderPerCpuIsEnough() { return PerCpuPageKeeper() != nullptr; }
+  // That instance, if there is one: a recorder that may be handed whole
+  // ring pages (HandOverPage) of the events it takes directly.
+  Instance* PerCpuPageKeeper() {
+    Instance* only = nullptr;
     if (top_.TakesEventsIn()) only = &top_;
     for (const auto& [_, instance] : named_) {
       if (!instance->TakesEventsIn()) continue;
-      if (only) return false;
+      if (only) return nullptr;
       only = instance.get();
     }
-    return only && only->KeepsInPerCpuPages();
+    return only && only->KeepsInPerCpuPages() ? only : nullptr;
   }
   // How filters name the thread behind a record (COMM).
   void set_comm_lookup(CommLookup comm) { comm_ = std::move(comm); }

@@ -97,6 +97,7 @@ class DiscardingTaker : public RecordTaker {
   void Take(const Event&, const EntryMeta&, uint64_t, std::span<const uint8_t>) override {}
   record::tracedat::PageEncoder* StartRun(const Event&, const EntryMeta&) override { return nullptr; }
   void EndRun(uint16_t, uint32_t) override {}
+  void TakePage(const EntryMeta&, CheckedPage&, uint64_t) override {}
 };
 
 // When the drain loop may put records in time order per cpu only: all of

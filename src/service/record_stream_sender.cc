@@ -251,11 +251,11 @@ void RecordStreamSender::EncodeRecord(uint16_t cpu, uint64_t timestamp, uint64_t
   page->Count(type);
 }
 
-void RecordStreamSender::AppendPage(uint32_t cpu, CpuPage& page) {
+uint8_t* RecordStreamSender::AppendPageFrame(const ipc::PageFrame& frame) {
   constexpr size_t kFrameTotal = sizeof(ipc::FrameHeader) + ipc::kPageFrameBytes;
   static_assert(kFrameTotal == ipc::PadTo8(kFrameTotal));
   // With nothing waiting before it, the page is finished straight into the
-  // ring (published by the next SendPending): one copy of it fewer.
+  // ring: one copy of it fewer.
   uint8_t* to;
   if (out_.size() == out_sent_ && ring_->Writable() - unpublished_ >= kFrameTotal) {
     to = ring_->write_position() + unpublished_;  // the ring is mapped twice: no wrap to mind
@@ -265,10 +265,38 @@ void RecordStreamSender::AppendPage(uint32_t cpu, CpuPage& page) {
     to = out_.data() + out_.size() - kFrameTotal;
   }
   const ipc::FrameHeader header{ipc::FrameKind::kPage, ipc::kPageFrameBytes};
-  const ipc::PageFrame frame{cpu, std::exchange(page.events, 0), std::exchange(page.only_type, 0), 0};
   std::memcpy(to, &header, sizeof(header));
   std::memcpy(to + sizeof(header), &frame, sizeof(frame));
-  page.encoder.FinishInto(to + sizeof(header) + sizeof(frame));
+  return to + sizeof(header) + sizeof(frame);
+}
+
+void RecordStreamSender::AppendPage(uint32_t cpu, CpuPage& page) {
+  const ipc::PageFrame frame{cpu, std::exchange(page.events, 0), std::exchange(page.only_type, 0), 0};
+  page.encoder.FinishInto(AppendPageFrame(frame));
+}
+
+void RecordStreamSender::TakePage(const EntryMeta& meta, CheckedPage& page, uint64_t lost_before) {
+  lost_pending_ += lost_before;
+  if (out_.size() - out_sent_ > instance_->buffer().capacity()) {
+    lost_pending_ += page.events;  // the recorder is that far behind: as a full buffer drops
+    return;
+  }
+  for (uint32_t i = 0; i < page.type_count; ++i) {
+    if (page.types[i] == last_type_ && meta.tid == last_tid_) continue;
+    if (const Event* event = registry_->FindById(page.types[i])) AnnounceSender(*event, meta.pid, meta.tid);
+  }
+  const uint32_t cpu = std::min<uint32_t>(meta.cpu, cpu_limit_ - 1);
+  if (cpu < page_of_cpu_.size() && page_of_cpu_[cpu] && !page_of_cpu_[cpu]->encoder.empty()) {
+    AppendPage(cpu, *page_of_cpu_[cpu]);  // its records came first
+  }
+  if (lost_pending_ != 0) {  // the room after the events was left for this (ring_layout.h)
+    const uint64_t lost = std::exchange(lost_pending_, 0);
+    std::memcpy(page.page + record::tracedat::kPageHeaderSize + page.data_bytes, &lost, sizeof(lost));
+    const uint64_t commit =
+        page.data_bytes | record::tracedat::kCommitMissedEvents | record::tracedat::kCommitMissedStored;
+    std::memcpy(page.page + 8, &commit, sizeof(commit));
+  }
+  std::memcpy(AppendPageFrame({cpu, page.events, page.only_type, 0}), page.page, ipc::kStreamPageSize);
 }
 
 void RecordStreamSender::FlushPages(bool all) {

@@ -68,6 +68,9 @@ class RecordStreamSender final : public RecordTaker {
   // Take makes the cpu's page, finishes full ones and marks losses.
   record::tracedat::PageEncoder* StartRun(const Event& event, const EntryMeta& meta) override;
   void EndRun(uint16_t type, uint32_t records) override;
+  // A producer's page, checked (RecordTaker): goes out as it is, after the
+  // page its cpu was filling, with the losses before it marked on it.
+  void TakePage(const EntryMeta& meta, CheckedPage& page, uint64_t lost_before) override;
 
  private:
   // One records frame of a batch: its header, after any frames before it,
@@ -106,6 +109,10 @@ class RecordStreamSender final : public RecordTaker {
   void EncodeRecord(uint16_t cpu, uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> record);
   // Appends the page of `cpu` to out_ as a kPage frame; it is empty afterwards.
   void AppendPage(uint32_t cpu, CpuPage& page);
+  // Where the next kPage frame goes: straight into the ring when nothing
+  // waits before it and there is room (published by the next SendPending),
+  // else at the end of out_. The frame header is written.
+  uint8_t* AppendPageFrame(const ipc::PageFrame& frame);
   // Sends the partly filled pages when they have waited long enough, or
   // every one when `all`.
   void FlushPages(bool all);

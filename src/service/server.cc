@@ -300,7 +300,12 @@ void Server::HandleMessage(Connection& conn, const std::vector<uint8_t>& bytes,
     case MsgType::kTreePipe: err = OnTreePipe(conn, body, header.seq); replied = err == 0; break;
     case MsgType::kTreeWrite: {
       ipc::TreeWriteRequest req;
-      err = req.Decode(body) ? tree_->Write(req.path, req.text, req.append, conn.caller) : EPROTO;
+      if (!req.Decode(body)) {
+        err = EPROTO;
+        break;
+      }
+      DrainBeforeRequest(conn);
+      err = tree_->Write(req.path, req.text, req.append, conn.caller);
       break;
     }
     case MsgType::kAutoEnable: err = OnAutoEnable(conn, body); break;

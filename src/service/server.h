@@ -87,6 +87,10 @@ class Server : public EventRegistry::Observer {
     uint64_t owner;  // connection id
     uid_t uid;       // charged for its bytes
     uint64_t bytes;
+    // Where reading stopped at a page the producer was still filling, and
+    // since when (HoldsOpenPage).
+    uint64_t held_at = UINT64_MAX;
+    uint64_t held_since_ns = 0;
   };
   struct Connection {
     uint64_t id = 0;
@@ -195,21 +199,27 @@ class Server : public EventRegistry::Observer {
   void UpdatePollMask(Connection& conn);
 
   // A ring's record whose header was checked, staged for delivery: its
-  // payload is still in the ring, to be copied out and checked.
+  // payload is still in the ring, to be copied out and checked. Or a whole
+  // page (event null), checked in its copy staged_pages_[page].
   struct DrainedRecord {
     const Event* event;
     EntryMeta meta;
     ring::PayloadSource payload;
+    uint32_t page = 0;
   };
   struct DrainTotals {
     size_t records = 0;  // read, kept or rejected
     uint64_t bytes = 0;  // of ring consumed
   };
-  void DrainBeforeRead(const Connection& conn);
+  void DrainBeforeRequest(const Connection& conn);
   int OnPerfAttach(Connection& conn, ipc::Decoder& body, bool attach);
   void SetPerfRefs(Event* event, int delta);
-  DrainTotals DrainRings();
+  // `flush_open_pages`: also the events of pages their producers are still
+  // filling, which a recording otherwise leaves for a while (HoldsOpenPage).
+  DrainTotals DrainRings(bool flush_open_pages = false);
   size_t DrainRing(RingSource& src, size_t max_records, size_t* delivered_now);
+  bool HoldsOpenPage(const RingSource& src, uint64_t now) const;
+  void DeliverPage(const EntryMeta& meta, CheckedPage& page);
   void UpdateHoldBack();
   bool OnlyConsumerIsAFullRecorder() const;
   size_t RecordsThatFit() const;
@@ -264,6 +274,13 @@ class Server : public EventRegistry::Observer {
   // Where a record that is not built in a recorder's page is built.
   std::unique_ptr<uint8_t[]> scratch_ = std::make_unique<uint8_t[]>(schema::kCommonHeaderSize + ring::kMaxPayload);
   std::vector<TimeRun> runs_;  // each ring's records in drained_, in time order
+  // This pass's recorder that takes whole pages (PerCpuPageKeeper), the
+  // pages a round staged for it, checked in their copies in page_arena_,
+  // and whether open pages are drained too.
+  Instance* page_keeper_ = nullptr;
+  std::vector<CheckedPage> staged_pages_;
+  std::unique_ptr<uint8_t[]> page_arena_;
+  bool flush_open_pages_ = false;
   std::vector<KeyedRun> cpu_stretches_;  // scratch space of DeliverInTimeOrder
   std::vector<TimeRun> cpu_runs_;        // likewise
   std::vector<Instance*> holding_back_;  // this drain round's, see UpdateHoldBack

@@ -19,19 +19,21 @@ using base::ScopedFd;
 
 // Read-after-write, as with the kernel's synchronous writes: a read that
 // starts after a producer's write returned sees its event, so the rings are
-// drained first (records already published are all there is to take).
+// drained first (records already published are all there is to take), the
+// pages their producers are still filling included. A write to the tree
+// (tracing_on, enable) likewise comes after the events written before it.
 // Not for a record stream's own connection: the drain may close broken
 // streams' connections, and `conn` must outlive the request.
-void Server::DrainBeforeRead(const Connection& conn) {
+void Server::DrainBeforeRequest(const Connection& conn) {
   if (conn.record_stream) return;
   tsc_clock_.Sample();
-  DrainRings();
+  DrainRings(/*flush_open_pages=*/true);
 }
 
 int Server::OnTreeRead(Connection& conn, ipc::Decoder& body, uint32_t seq) {
   ipc::PathRequest req;
   if (!req.Decode(body)) return EPROTO;
-  DrainBeforeRead(conn);
+  DrainBeforeRequest(conn);
   auto text = tree_->Read(req.path, conn.caller);
   if (!text.ok()) return text.error();
   SendChunked(conn, seq, *text);
@@ -56,7 +58,7 @@ int Server::OnTreePipe(Connection& conn, ipc::Decoder& body, uint32_t seq) {
   if (!req.Decode(body)) return EPROTO;
   auto instance = tree_->PipeInstance(req.path, conn.caller);
   if (!instance.ok()) return instance.error();
-  DrainBeforeRead(conn);
+  DrainBeforeRequest(conn);
   if (conn.pipe_instance) conn.pipe_instance->RemoveReader();
   conn.pipe_instance = *instance;
   conn.pipe_instance->AddReader();

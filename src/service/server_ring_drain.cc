@@ -7,6 +7,8 @@
 
 #include "base/tsc.h"
 #include "schema/event_description.h"
+#include "record/tracedat/page_decoder.h"
+#include "service/page_check.h"
 #include "service/page_run.h"
 #include "service/run_merge.h"
 
@@ -28,6 +30,14 @@ constexpr uint64_t kMaxPassNs = 20'000'000;
 // The largest record a ring can hand over, with its common header: what a
 // holding-back instance must have room for, per record drained.
 constexpr size_t kMaxRecordBytes = schema::kCommonHeaderSize + ring::kMaxPayload;
+// Whole pages a round stages at most (each counts as RingReader::kPageWeight
+// records): the size of the arena their checked copies go in.
+constexpr size_t kMaxStagedPages = kRoundStagedRecords / ring::RingReader::kPageWeight;
+// How long a recording leaves the events of a page its producer is still
+// filling in the ring, so as to take the page whole once it is closed;
+// after that they are taken one by one. As long as a record stream keeps
+// a page it is filling (RecordStreamSender::kPageFlushNs).
+constexpr uint64_t kOpenPageHoldNs = 100'000'000;
 
 // Builds a record at `record`: the common header the kernel puts in front
 // of a user event's payload, then the payload, copied out of the ring.
@@ -54,9 +64,12 @@ void Server::SetRingsSleeping(bool sleeping) {
 // round publishes the rings' tails, so a fast producer gets its space back
 // while we work, and bounds the memory a round holds; the rounds of one pass
 // stop when the rings are empty, kMaxRounds were done or kMaxPassNs passed.
-Server::DrainTotals Server::DrainRings() {
+Server::DrainTotals Server::DrainRings(bool flush_open_pages) {
   DrainTotals total;
   const uint64_t pass_end = base::MonotonicNs() + kMaxPassNs;
+  page_keeper_ = instances_->PerCpuPageKeeper();
+  flush_open_pages_ = flush_open_pages;
+  if (page_keeper_ && !page_arena_) page_arena_ = std::make_unique<uint8_t[]>(kMaxStagedPages * ring::kRingPageSize);
   // A single ring has no runs to merge with: its records go to the instances
   // as they are drained.
   const bool deliver_now = rings_.size() == 1;
@@ -64,6 +77,7 @@ Server::DrainTotals Server::DrainRings() {
     if (OnlyConsumerIsAFullRecorder()) break;
     drained_.clear();
     runs_.clear();
+    staged_pages_.clear();
     // Each round: the last one's readers may have freed room, or gone.
     UpdateHoldBack();
     bool more = false;
@@ -76,12 +90,17 @@ Server::DrainTotals Server::DrainRings() {
     const size_t share = holding_back_.empty() ? kRoundRecords : std::max<size_t>(1, RecordsThatFit() / std::max<size_t>(1, ring_count));
     for (size_t k = 0; k < ring_count; ++k) {
       RingSource& src = rings_[(first + k) % ring_count];
-      // A holding-back instance that is full leaves the rest in the rings.
-      const size_t max_records = std::min(share, RecordsThatFit());
-      if (max_records == 0) break;
+      // A holding-back instance that is full leaves the rest in the rings;
+      // a full page arena ends the round.
+      const size_t pages_left = kMaxStagedPages - staged_pages_.size();
+      const size_t max_records = std::min({share, RecordsThatFit(), pages_left * ring::RingReader::kPageWeight});
+      if (max_records == 0) {
+        more |= pages_left == 0;
+        break;
+      }
       size_t begin = drained_.size();
       uint64_t position = src.reader->position();
-      if (DrainRing(src, max_records, deliver_now ? &delivered_now : nullptr) == max_records) more = true;
+      if (DrainRing(src, max_records, deliver_now ? &delivered_now : nullptr) >= max_records) more = true;
       total.bytes += src.reader->position() - position;
       if (drained_.size() > begin) runs_.push_back({begin, drained_.size()});
       if (drained_.size() >= kRoundStagedRecords) {
@@ -90,7 +109,7 @@ Server::DrainTotals Server::DrainRings() {
       }
     }
     if (!deliver_now) {
-      DeliverInTimeOrder(instances_->OrderPerCpuIsEnough());
+      DeliverInTimeOrder(page_keeper_ != nullptr);
       for (RingSource& src : rings_) src.reader->Release();  // the staged records are copied out
     }
     // Readers take their share between rounds, so a burst longer than an
@@ -181,7 +200,8 @@ size_t Server::RecordsThatFit() const {
 // headers again: the producer may have written anything. Each is either
 // delivered at once (with `delivered_now`, counted there) or staged in
 // drained_, its payload left in the ring until DeliverInTimeOrder copies it.
-// Returns the records read (kept or rejected).
+// Returns the records read (kept or rejected), a whole page counting as
+// RingReader::kPageWeight: it may pass max_records by less than that.
 size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_now) {
   if (uint64_t lost = src.reader->TakeLost()) instances_->NoteLost(lost);
   auto conn = connections_.find(src.owner);
@@ -191,7 +211,7 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
   bool tsc = src.reader->clock() == ring::ClockDomain::kTsc;
   // Nothing drained now was stamped later than now: a hostile producer's
   // far-future stamps are clamped before they reach the shared clock.
-  uint64_t latest = tsc ? __rdtsc() : base::MonotonicNs();
+  const uint64_t latest = tsc ? __rdtsc() : base::MonotonicNs();
   // A thread mostly writes one event after another: look the type up when it
   // changes (nothing here changes events or permissions).
   uint32_t last_type = UINT32_MAX;
@@ -216,26 +236,90 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
     }
     return last_allowed;
   };
+  auto to_ns = [&](uint64_t stamp) { return tsc ? tsc_clock_.ToMonotonic(stamp) : stamp; };
   auto meta_of = [&](const ring::RecordHead& rec) {
-    const uint64_t stamp = std::min(rec.timestamp, latest);
-    return EntryMeta{tsc ? tsc_clock_.ToMonotonic(stamp) : stamp, static_cast<uint32_t>(src.pid), src.tid,
-                     rec.cpu};
+    return EntryMeta{to_ns(std::min(rec.timestamp, latest)), static_cast<uint32_t>(src.pid), src.tid, rec.cpu};
   };
-  if (!delivered_now) {
-    return src.reader->Stage(
-        [&](const ring::RecordHead& rec, const ring::PayloadSource& payload) {
-          if (const Event* event = check(rec)) drained_.push_back({event, meta_of(rec), payload});
-        },
-        max_records);
+  auto take_record = [&](const ring::RecordHead& rec, const ring::PayloadSource& payload) {
+    const Event* event = check(rec);
+    if (!event) return;
+    if (!delivered_now) {
+      drained_.push_back({event, meta_of(rec), payload});
+    } else if (DeliverRecord(run, direct, *event, meta_of(rec), payload)) {
+      ++*delivered_now;
+    }
+  };
+  if (!page_keeper_) {
+    const size_t drained = delivered_now ? src.reader->DrainHeads(take_record, max_records)
+                                         : src.reader->Stage(take_record, max_records);
+    run.End();
+    return drained;
   }
-  const size_t drained = src.reader->DrainHeads(
-      [&](const ring::RecordHead& rec, const ring::PayloadSource& payload) {
-        const Event* event = check(rec);
-        if (event && DeliverRecord(run, direct, *event, meta_of(rec), payload)) ++*delivered_now;
-      },
-      max_records);
+
+  // A recording that takes whole pages: each closed page is copied, checked
+  // and rewritten for trace.dat in the copy, and staged (or delivered) as
+  // one item; a page it cannot take whole is taken event by event.
+  auto event_of = [&](uint16_t type) -> const Event* {
+    const Event* found = registry_->FindById(type);
+    if (!found || (writable && !(*writable)[type - EventRegistry::kFirstId])) return nullptr;
+    return instances_->DirectTakerOf(*found) == page_keeper_ ? found : nullptr;
+  };
+  auto take_page = [&](const ring::PageHead& head, const ring::PayloadSource& page) {
+    uint8_t* const copy = page_arena_.get() + (delivered_now ? 0 : staged_pages_.size() * ring::kRingPageSize);
+    page.CopyPageTo(copy);
+    CheckedPage checked;
+    // The page may have been closed after `latest` was read: now is as late.
+    const uint64_t now_stamp = tsc ? __rdtsc() : base::MonotonicNs();
+    if (!CheckPage(copy, src.tid, now_stamp, event_of, to_ns, &checked)) {
+      ring::RingReader::StageEventsOfPage(page, take_record);
+      return;
+    }
+    uint64_t page_ns;
+    std::memcpy(&page_ns, copy, sizeof(page_ns));
+    const EntryMeta meta{page_ns, static_cast<uint32_t>(src.pid), src.tid, head.cpu};
+    if (delivered_now) {
+      run.End();
+      DeliverPage(meta, checked);
+      *delivered_now += checked.events;
+    } else {
+      drained_.push_back({nullptr, meta, page, static_cast<uint32_t>(staged_pages_.size())});
+      staged_pages_.push_back(checked);
+    }
+  };
+  const uint64_t now = base::MonotonicNs();
+  const size_t drained = src.reader->StagePages(take_record, take_page, max_records, HoldsOpenPage(src, now));
+  if (src.reader->holding_open_page() && src.held_at != src.reader->position()) {
+    src.held_at = src.reader->position();
+    src.held_since_ns = now;
+  }
   run.End();
+  if (delivered_now) src.reader->Release();
   return drained;
+}
+
+// Whether a recording that takes whole pages leaves the events of the page
+// `src`'s producer is still filling for later: not when asked to flush,
+// when the thread or process is gone, or once reading has waited at the
+// same place for kOpenPageHoldNs.
+bool Server::HoldsOpenPage(const RingSource& src, uint64_t now) const {
+  if (flush_open_pages_ || src.reader->closed() || !connections_.contains(src.owner)) return false;
+  return src.held_at != src.reader->position() || now - src.held_since_ns < kOpenPageHoldNs;
+}
+
+// A checked page goes to the recording whole, unless records wait in its
+// instance's buffer: then its records follow them one by one.
+void Server::DeliverPage(const EntryMeta& meta, CheckedPage& page) {
+  if (page_keeper_->HandOverPage(meta, page)) return;
+  uint64_t lost = 0;
+  record::tracedat::ForEachPageRecord(
+      {page.page, ring::kRingPageSize}, record::tracedat::kLongSize, &lost,
+      [&](const record::tracedat::PageRecord& record) {
+        uint16_t type;
+        std::memcpy(&type, record.data.data(), sizeof(type));
+        if (const Event* event = registry_->FindById(type)) {
+          instances_->Deliver(*event, {record.timestamp, meta.pid, meta.tid, meta.cpu}, record.data);
+        }
+      });
 }
 
 // Each ring's run is in time order already (one thread, one clock), so the
@@ -248,7 +332,12 @@ void Server::DeliverInTimeOrder(bool per_cpu) {
   PageRun run;
   auto time = [&](size_t i) { return drained_[i].meta.timestamp; };
   auto deliver = [&](size_t i) {
-    const DrainedRecord& d = drained_[i];
+    DrainedRecord& d = drained_[i];
+    if (!d.event) {
+      run.End();
+      DeliverPage(d.meta, staged_pages_[d.page]);
+      return;
+    }
     if (d.event != last_event) {
       last_event = d.event;
       direct = instances_->DirectTakerOf(*d.event);

@@ -1,0 +1,103 @@
+// Checking a producer's ring page that a recording keeps whole, in the
+// daemon's own copy of it, and rewriting it there as trace.dat stores it.
+// The producer may have written anything: a page that is not exactly what
+// an honest producer writes is refused, and its events are then taken one
+// by one, each checked as any record is (ring_reader.h, server_ring_drain.cc).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "record/tracedat/tracedat_layout.h"
+#include "ring/page_event.h"
+#include "schema/loc_check.h"
+
+namespace udiag::service {
+
+struct CheckedPage {
+  static constexpr uint32_t kMaxTypes = 8;
+  uint8_t* page = nullptr;  // kRingPageSize bytes, a trace.dat page
+  uint32_t data_bytes = 0;  // of events after its header; at most ring::kPageRoom
+  uint32_t events = 0;
+  uint32_t only_type = 0;  // the id of every event on it, or 0 when they are of several
+  uint32_t type_count = 0;
+  uint16_t types[kMaxTypes] = {};  // the ids on it, each once
+};
+
+// Checks the copy of a page at `page` and rewrites it in place: times in ns
+// (`to_ns` of the producer's clock reading, never above `latest`), each
+// event's common_pid `tid` and flags 0, the commit word the bytes of its
+// events, the rest of the page zeros. `event_of(id)` is the Event that id
+// is (with its min_size and loc words) if this page's events may be kept
+// whole, else null. False, with the copy half rewritten, when the page is
+// refused: an event that is not whole or not allowed, a time above
+// `latest`, a delta too large once in ns, more than kMaxTypes ids, no room
+// after the events for a lost count, or no event at all.
+template <typename EventOf, typename ToNs>
+bool CheckPage(uint8_t* page, uint32_t tid, uint64_t latest, EventOf&& event_of, ToNs&& to_ns, CheckedPage* out) {
+  ring::PageHeader header;
+  std::memcpy(&header, page, sizeof(header));
+  const auto bytes = static_cast<uint32_t>(header.commit);
+  if (bytes > ring::kPageRoom || header.timestamp > latest) return false;
+  uint8_t* const events = page + sizeof(header);
+  uint64_t time = header.timestamp;
+  const uint64_t page_ns = to_ns(time);
+  uint64_t last_ns = page_ns;
+  CheckedPage checked;
+  uint16_t last_type = 0;
+  decltype(event_of(uint16_t{0})) event = nullptr;
+  ring::PageEvent e;
+  for (uint32_t at = 0; at < bytes; at += e.bytes) {
+    uint8_t* const word_at = events + at;
+    if (!ring::DecodePageEvent(word_at, bytes - at, &e)) return false;
+    time += e.delta;
+    if (time > latest) return false;  // no wrap: time was a clock reading, and deltas are below 2^59
+    const uint64_t ns = to_ns(time);
+    const uint64_t delta = ns > last_ns ? ns - last_ns : 0;  // a clock step back shows as no time
+    last_ns += delta;
+    if (e.data_bytes == 0) {  // a time extend: the whole delta, its high part in the second word
+      const uint32_t words[2] = {ring::kTypeTimeExtend | static_cast<uint32_t>(delta & ring::kMaxTimeDelta)
+                                                             << ring::kTypeLenBits,
+                                 static_cast<uint32_t>(delta >> ring::kTimeDeltaBits)};
+      std::memcpy(word_at, words, sizeof(words));
+      continue;
+    }
+    if (delta > ring::kMaxTimeDelta || e.data_bytes < ring::kCommonHeaderBytes) return false;
+    uint32_t word;
+    std::memcpy(&word, word_at, sizeof(word));
+    word = (word & ring::kTypeLenMask) | static_cast<uint32_t>(delta) << ring::kTypeLenBits;
+    std::memcpy(word_at, &word, sizeof(word));
+    uint8_t* const record = word_at + e.bytes - e.data_bytes;
+    uint16_t type;
+    std::memcpy(&type, record, sizeof(type));
+    if (event == nullptr || type != last_type) {
+      if ((event = event_of(type)) == nullptr) return false;
+      last_type = type;
+      bool known = false;
+      for (uint32_t i = 0; i < checked.type_count; ++i) known |= checked.types[i] == type;
+      if (!known) {
+        if (checked.type_count == CheckedPage::kMaxTypes) return false;
+        checked.types[checked.type_count++] = type;
+      }
+    }
+    const uint64_t common = type | uint64_t{tid} << 32;  // flags and preempt count 0
+    std::memcpy(record, &common, sizeof(common));
+    if (e.data_bytes - ring::kCommonHeaderBytes < event->desc.min_size ||
+        (!event->locs.empty() &&
+         !schema::LocsValid(event->locs.data(), static_cast<uint32_t>(event->locs.size()), record, e.data_bytes))) {
+      return false;
+    }
+    checked.only_type = checked.events == 0 || checked.only_type == type ? type : 0;
+    ++checked.events;
+  }
+  if (checked.events == 0) return false;
+  header = {page_ns, bytes};
+  std::memcpy(page, &header, sizeof(header));
+  std::memset(events + bytes, 0, ring::kPageDataBytes - bytes);
+  checked.page = page;
+  checked.data_bytes = bytes;
+  *out = checked;
+  return true;
+}
+
+}  // namespace udiag::service
