@@ -65,6 +65,27 @@ class TscClock {
     return ToMonotonicInGeneral(tsc);
   }
 
+  // The straight line ToMonotonic follows from `tsc` on: its segment, or
+  // past the last anchor the extrapolation. It converts a short run of
+  // ticks from there (a ring page) with a multiply each, extrapolating past
+  // the segment's end (off by well under a ns over a page's few µs) and
+  // without ToMonotonic's hold against a new anchor bending the line back.
+  struct Line {
+    uint64_t tsc;
+    uint64_t ns;
+    uint64_t mult;
+    // For ticks from `tsc` on, while Reaches() them.
+    uint64_t At(uint64_t ticks) const { return ns + ((ticks - tsc) * mult >> 32); }
+    bool Reaches(uint64_t ticks) const {
+      return ticks >= tsc && ticks - tsc < kFastTicks && mult < kFastMultLimit;
+    }
+  };
+  Line LineAt(uint64_t tsc) {
+    const uint64_t ns = ToMonotonic(tsc);  // also points hint_ at tsc's segment, if any
+    const bool inside = tsc >= anchors_.front().tsc && tsc < anchors_.back().tsc;
+    return {tsc, ns, inside ? segments_[hint_].mult : rate_mult_};
+  }
+
   size_t anchor_count() const { return anchors_.size(); }
 
   static constexpr uint64_t kMinSpacingNs = 1'000'000;

@@ -141,6 +141,22 @@ TEST(TscClockTest, InterpolatesBetweenAnchorsExactly) {
 
 // ToMonotonic starts from the segment it used last: ticks out of order, in
 // any segment, still get their own segment's line.
+// A page's ticks are converted along one line: its segment's slope from the
+// page's first tick, and the longest baseline's past the last anchor.
+TEST(TscClockTest, ALineFollowsTheSegmentOfItsStart) {
+  TscClock clock({3'000'000'000, 1'000'000'000}, {6'000'000'000, 2'000'000'000});
+  clock.AddAnchor({8'000'000'000, 3'000'000'000});
+  const TscClock::Line first = clock.LineAt(4'500'000'000);  // 3 ticks per ns
+  EXPECT_TRUE(first.Reaches(4'500'003'000));
+  EXPECT_FALSE(first.Reaches(4'499'999'999));
+  EXPECT_NEAR(static_cast<double>(first.At(4'500'003'000)), 1'500'001'000.0, 2);  // two truncations
+  const TscClock::Line second = clock.LineAt(7'000'000'000);  // 2 ticks per ns
+  EXPECT_NEAR(static_cast<double>(second.At(7'000'002'000)), 2'500'001'000.0, 1);
+  const TscClock::Line past = clock.LineAt(13'000'000'000);  // 5e9 ticks over 2e9 ns
+  EXPECT_NEAR(static_cast<double>(past.At(13'000'005'000)), 5'000'002'000.0, 2);
+  EXPECT_FALSE(past.Reaches(13'000'000'000 + (uint64_t{1} << 32))) << "the product would not fit";
+}
+
 TEST(TscClockTest, TicksInAnyOrderFindTheirSegment) {
   TscClock clock({3'000'000'000, 1'000'000'000}, {6'000'000'000, 2'000'000'000});
   clock.AddAnchor({8'000'000'000, 3'000'000'000});

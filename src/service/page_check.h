@@ -50,9 +50,8 @@ bool CheckPage(uint8_t* page, uint32_t tid, uint64_t latest, EventOf&& event_of,
   for (uint32_t at = 0; at < bytes; at += e.bytes) {
     uint8_t* const word_at = events + at;
     if (!ring::DecodePageEvent(word_at, bytes - at, &e)) return false;
-    time += e.delta;
-    if (time > latest) return false;  // no wrap: time was a clock reading, and deltas are below 2^59
-    const uint64_t ns = to_ns(time);
+    time += e.delta;  // no wrap: it starts at most at `latest`, a clock reading, and deltas are below 2^59
+    const uint64_t ns = to_ns(time);  // of a time past `latest` only until the check after the loop
     const uint64_t delta = ns > last_ns ? ns - last_ns : 0;  // a clock step back shows as no time
     last_ns += delta;
     if (e.data_bytes == 0) {  // a time extend: the whole delta, its high part in the second word
@@ -72,6 +71,7 @@ bool CheckPage(uint8_t* page, uint32_t tid, uint64_t latest, EventOf&& event_of,
     std::memcpy(&type, record, sizeof(type));
     if (event == nullptr || type != last_type) {
       if ((event = event_of(type)) == nullptr) return false;
+      checked.only_type = checked.events == 0 ? type : 0;  // the first, or a change of type
       last_type = type;
       bool known = false;
       for (uint32_t i = 0; i < checked.type_count; ++i) known |= checked.types[i] == type;
@@ -87,10 +87,9 @@ bool CheckPage(uint8_t* page, uint32_t tid, uint64_t latest, EventOf&& event_of,
          !schema::LocsValid(event->locs.data(), static_cast<uint32_t>(event->locs.size()), record, e.data_bytes))) {
       return false;
     }
-    checked.only_type = checked.events == 0 || checked.only_type == type ? type : 0;
     ++checked.events;
   }
-  if (checked.events == 0) return false;
+  if (checked.events == 0 || time > latest) return false;
   header = {page_ns, bytes};
   std::memcpy(page, &header, sizeof(header));
   std::memset(events + bytes, 0, ring::kPageDataBytes - bytes);

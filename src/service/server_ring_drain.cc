@@ -270,7 +270,18 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
     CheckedPage checked;
     // The page may have been closed after `latest` was read: now is as late.
     const uint64_t now_stamp = tsc ? __rdtsc() : base::MonotonicNs();
-    if (!CheckPage(copy, src.tid, now_stamp, event_of, to_ns, &checked)) {
+    bool kept;
+    if (!tsc) {
+      kept = CheckPage(copy, src.tid, now_stamp, event_of, [](uint64_t ns) { return ns; }, &checked);
+    } else {
+      // The page's ticks, from its start to now at the latest, on one line.
+      uint64_t page_start;
+      std::memcpy(&page_start, copy, sizeof(page_start));
+      const base::TscClock::Line line = tsc_clock_.LineAt(std::min(page_start, now_stamp));
+      kept = line.Reaches(now_stamp) &&
+             CheckPage(copy, src.tid, now_stamp, event_of, [&](uint64_t ticks) { return line.At(ticks); }, &checked);
+    }
+    if (!kept) {
       ring::RingReader::StageEventsOfPage(page, take_record);
       return;
     }
