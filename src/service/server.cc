@@ -170,6 +170,10 @@ int Server::Run() {
     if (uint64_t now = base::MonotonicNs(); listening_paused_until_ > now) {
       timeout = std::min(timeout, listening_paused_until_ - now);
     }
+    // A recording's open page is taken one event at a time once due.
+    if (uint64_t now = base::MonotonicNs(); open_page_due_ns_ != UINT64_MAX) {
+      timeout = std::min(timeout, open_page_due_ns_ > now + kMinPollNs ? open_page_due_ns_ - now : kMinPollNs);
+    }
     int n = WaitForEvents(events, 64, timeout);
     if (n < 0 && errno != EINTR) return 1;
     if (sleeping) {

@@ -281,6 +281,9 @@ class Server : public EventRegistry::Observer {
   std::vector<CheckedPage> staged_pages_;
   std::unique_ptr<uint8_t[]> page_arena_;
   bool flush_open_pages_ = false;
+  // When the first open page left in a ring is due to be drained anyway
+  // (UINT64_MAX: none is left): the event loop wakes up by then.
+  uint64_t open_page_due_ns_ = UINT64_MAX;
   std::vector<KeyedRun> cpu_stretches_;  // scratch space of DeliverInTimeOrder
   std::vector<TimeRun> cpu_runs_;        // likewise
   std::vector<Instance*> holding_back_;  // this drain round's, see UpdateHoldBack

@@ -118,6 +118,17 @@ Server::DrainTotals Server::DrainRings(bool flush_open_pages) {
     total.records += drained_.size() + delivered_now;
     if (!more || base::MonotonicNs() > pass_end) break;
   }
+  // When the first page left open is due to be taken anyway, for the event
+  // loop to wake up by then; not while a full recorder has the rings left
+  // alone (its poke comes first).
+  open_page_due_ns_ = UINT64_MAX;
+  if (!OnlyConsumerIsAFullRecorder()) {
+    for (const RingSource& src : rings_) {
+      if (src.reader->holding_open_page()) {
+        open_page_due_ns_ = std::min(open_page_due_ns_, src.held_since_ns + kOpenPageHoldNs);
+      }
+    }
+  }
   // Rings of exited threads and processes go once they are empty.
   std::erase_if(rings_, [&](const RingSource& src) {
     bool owner_gone = !connections_.contains(src.owner);

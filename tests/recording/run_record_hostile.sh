@@ -1,7 +1,7 @@
 #!/bin/sh
 # A recording of hostile producers, read by the real readers: one writes
 # well-framed events whose strings are random bytes, one scribbles over its
-# own ring. The daemon keeps every valid event and refuses the rest; no
+# own ring, one writes plausible but lying pages into it. The daemon keeps every valid event and refuses the rest; no
 # reader (trace-cmd, udiag report, babeltrace2) crashes on the files, and
 # every valid event is in them.
 # Usage: run_record_hostile.sh BIN_DIR
@@ -29,8 +29,11 @@ for format in dat ctf; do
   sleep 0.5
   "$BIN_DIR/hostile_producer" hostile 500 >"$T/hostile.out" 2>&1 &
   HOSTILE=$!
+  "$BIN_DIR/hostile_producer" hostile 500 pages >"$T/hostile_pages.out" 2>&1 &
+  HOSTILE_PAGES=$!
   "$BIN_DIR/garbage_producer" 3000 "$$" >"$T/garbage.out" || fail "garbage_producer: $(cat "$T/garbage.out")"
-  wait "$HOSTILE"
+  wait "$HOSTILE" "$HOSTILE_PAGES"
+  grep -q corrupting "$T/hostile_pages.out" || fail "hostile_producer (pages) never got to its ring: $(cat "$T/hostile_pages.out")"
   sleep 0.3
   kill -INT "$REC"; wait "$REC" || { cat "$T/rec.err"; fail "udiag record ($format)"; }
   kill -0 "$DAEMON" || fail "udiagd died"
@@ -46,6 +49,9 @@ for format in dat ctf; do
   if [ "$format" = dat ]; then
     survives trace_cmd trace-cmd report "$T/t.dat" || fail "trace-cmd report: $(tail -3 "$T/trace_cmd.out")"
     [ "$(grep -c 'garbage: ' "$T/trace_cmd.out")" = 3000 ] || fail "trace-cmd report does not show 3000 garbage events"
+    # Pages kept whole say which thread wrote them, whatever the producer put there.
+    liars=$(grep ' hostile: ' "$T/trace_cmd.out" | grep -v -e "-$HOSTILE " -e "-$HOSTILE_PAGES " | head -3)
+    [ -z "$liars" ] || fail "hostile events under another thread: $liars"
   else
     survives babeltrace2 babeltrace2 "$T/t.ctf" || fail "babeltrace2: $(tail -3 "$T/babeltrace2.out")"
     # Strings hold any byte, newlines too: count event lines by their name (-a: text, whatever the bytes).
