@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/tsc_clock.h"
 #include "record/tracedat/tracedat_layout.h"
 #include "ring/page_event.h"
 #include "schema/loc_check.h"
@@ -25,7 +26,8 @@ struct CheckedPage {
 };
 
 // Checks the copy of a page at `page` and rewrites it in place: times in ns
-// (`to_ns` of the producer's clock reading, never above `latest`), each
+// (along `line` from the producer's clock readings, never above `latest`,
+// which the caller made sure `line` reaches), each
 // event's common_pid `tid` and flags 0, the commit word the bytes of its
 // events, the rest of the page zeros. `event_of(id)` is the Event that id
 // is (with its min_size and loc words) if this page's events may be kept
@@ -33,46 +35,76 @@ struct CheckedPage {
 // refused: an event that is not whole or not allowed, a time above
 // `latest`, a delta too large once in ns, more than kMaxTypes ids, no room
 // after the events for a lost count, or no event at all.
-template <typename EventOf, typename ToNs>
-bool CheckPage(uint8_t* page, uint32_t tid, uint64_t latest, EventOf&& event_of, ToNs&& to_ns, CheckedPage* out) {
+template <typename EventOf>
+bool CheckPage(uint8_t* page, uint32_t tid, uint64_t latest, EventOf&& event_of, const base::TscClock::Line& line,
+               CheckedPage* out) {
+  // In locals, which the page's stores cannot alias: the compiler keeps them in registers.
+  const uint64_t line_tsc = line.tsc, line_ns = line.ns, line_mult = line.mult;
+  auto to_ns = [=](uint64_t ticks) { return line_ns + ((ticks - line_tsc) * line_mult >> 32); };
   ring::PageHeader header;
   std::memcpy(&header, page, sizeof(header));
   const auto bytes = static_cast<uint32_t>(header.commit);
   if (bytes > ring::kPageRoom || header.timestamp > latest) return false;
   uint8_t* const events = page + sizeof(header);
+  uint8_t* const end = events + bytes;
   uint64_t time = header.timestamp;
   const uint64_t page_ns = to_ns(time);
   uint64_t last_ns = page_ns;
   CheckedPage checked;
   uint16_t last_type = 0;
   decltype(event_of(uint16_t{0})) event = nullptr;
-  ring::PageEvent e;
-  for (uint32_t at = 0; at < bytes; at += e.bytes) {
-    uint8_t* const word_at = events + at;
-    if (!ring::DecodePageEvent(word_at, bytes - at, &e)) return false;
-    time += e.delta;  // no wrap: it starts at most at `latest`, a clock reading, and deltas are below 2^59
-    const uint64_t ns = to_ns(time);  // of a time past `latest` only until the check after the loop
-    const uint64_t delta = ns > last_ns ? ns - last_ns : 0;  // a clock step back shows as no time
-    last_ns += delta;
-    if (e.data_bytes == 0) {  // a time extend: the whole delta, its high part in the second word
-      const uint32_t words[2] = {ring::kTypeTimeExtend | static_cast<uint32_t>(delta & ring::kMaxTimeDelta)
-                                                             << ring::kTypeLenBits,
-                                 static_cast<uint32_t>(delta >> ring::kTimeDeltaBits)};
-      std::memcpy(word_at, words, sizeof(words));
-      continue;
-    }
-    if (delta > ring::kMaxTimeDelta || e.data_bytes < ring::kCommonHeaderBytes) return false;
+  uint32_t min_data = 0;  // of `event`: the common header and its static fields
+  bool has_locs = false;
+  // The usual event, a short one (type_len 1..28), is decoded here; the
+  // others by DecodePageEvent. `to_ns` never goes back for later ticks
+  // (before `latest`), so a delta that wraps is one too large.
+  for (uint8_t* at = events; at < end;) {
     uint32_t word;
-    std::memcpy(&word, word_at, sizeof(word));
+    std::memcpy(&word, at, sizeof(word));
+    const uint32_t type_len = word & ring::kTypeLenMask;
+    uint32_t header_bytes = 4;
+    uint32_t data_bytes = type_len * 4;
+    uint64_t event_delta = word >> ring::kTypeLenBits;
+    if (type_len - 1 >= ring::kMaxSmallTypeLen) [[unlikely]] {
+      ring::PageEvent e;
+      if (!ring::DecodePageEvent(at, static_cast<uint64_t>(end - at), &e)) return false;
+      if (e.data_bytes == 0) {  // a time extend: the whole delta, its high part in the second word
+        time += e.delta;
+        const uint64_t ns = to_ns(time);
+        const uint64_t delta = ns - last_ns;
+        if (delta >> (ring::kTimeDeltaBits + 32) != 0) return false;
+        last_ns = ns;
+        const uint32_t words[2] = {ring::kTypeTimeExtend | static_cast<uint32_t>(delta & ring::kMaxTimeDelta)
+                                                               << ring::kTypeLenBits,
+                                   static_cast<uint32_t>(delta >> ring::kTimeDeltaBits)};
+        std::memcpy(at, words, sizeof(words));
+        at += e.bytes;
+        continue;
+      }
+      header_bytes = e.bytes - e.data_bytes;
+      data_bytes = e.data_bytes;
+      event_delta = e.delta;
+    } else if (header_bytes + data_bytes > static_cast<uint64_t>(end - at)) {
+      return false;
+    }
+    // No wrap: time starts at most at `latest`, a clock reading, and deltas
+    // are below 2^59. A time past `latest` is converted, then refused below.
+    time += event_delta;
+    const uint64_t ns = to_ns(time);
+    const uint64_t delta = ns - last_ns;
+    if (delta > ring::kMaxTimeDelta || data_bytes < ring::kCommonHeaderBytes) return false;
+    last_ns = ns;
     word = (word & ring::kTypeLenMask) | static_cast<uint32_t>(delta) << ring::kTypeLenBits;
-    std::memcpy(word_at, &word, sizeof(word));
-    uint8_t* const record = word_at + e.bytes - e.data_bytes;
+    std::memcpy(at, &word, sizeof(word));
+    uint8_t* const record = at + header_bytes;
     uint16_t type;
     std::memcpy(&type, record, sizeof(type));
     if (event == nullptr || type != last_type) {
       if ((event = event_of(type)) == nullptr) return false;
       checked.only_type = checked.events == 0 ? type : 0;  // the first, or a change of type
       last_type = type;
+      min_data = ring::kCommonHeaderBytes + event->desc.min_size;
+      has_locs = !event->locs.empty();
       bool known = false;
       for (uint32_t i = 0; i < checked.type_count; ++i) known |= checked.types[i] == type;
       if (!known) {
@@ -82,12 +114,13 @@ bool CheckPage(uint8_t* page, uint32_t tid, uint64_t latest, EventOf&& event_of,
     }
     const uint64_t common = type | uint64_t{tid} << 32;  // flags and preempt count 0
     std::memcpy(record, &common, sizeof(common));
-    if (e.data_bytes - ring::kCommonHeaderBytes < event->desc.min_size ||
-        (!event->locs.empty() &&
-         !schema::LocsValid(event->locs.data(), static_cast<uint32_t>(event->locs.size()), record, e.data_bytes))) {
+    if (data_bytes < min_data ||
+        (has_locs && !schema::LocsValid(event->locs.data(), static_cast<uint32_t>(event->locs.size()), record,
+                                        data_bytes))) {
       return false;
     }
     ++checked.events;
+    at = record + data_bytes;
   }
   if (checked.events == 0 || time > latest) return false;
   header = {page_ns, bytes};

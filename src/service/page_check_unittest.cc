@@ -83,7 +83,7 @@ class PageCheckTest : public ::testing::Test {
       return it == events_.end() ? nullptr : it->second;
     };
     // A clock at 2 ns per tick, 1000 ns ahead.
-    return CheckPage(page, kTid, latest, event_of, [](uint64_t tick) { return 1000 + 2 * tick; }, &checked_);
+    return CheckPage(page, kTid, latest, event_of, base::TscClock::Line{0, 1000, uint64_t{2} << 32}, &checked_);
   }
 
   service::Event small_, text_;

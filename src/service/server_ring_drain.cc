@@ -281,17 +281,14 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
     CheckedPage checked;
     // The page may have been closed after `latest` was read: now is as late.
     const uint64_t now_stamp = tsc ? __rdtsc() : base::MonotonicNs();
-    bool kept;
-    if (!tsc) {
-      kept = CheckPage(copy, src.tid, now_stamp, event_of, [](uint64_t ns) { return ns; }, &checked);
-    } else {
-      // The page's ticks, from its start to now at the latest, on one line.
-      uint64_t page_start;
-      std::memcpy(&page_start, copy, sizeof(page_start));
-      const base::TscClock::Line line = tsc_clock_.LineAt(std::min(page_start, now_stamp));
-      kept = line.Reaches(now_stamp) &&
-             CheckPage(copy, src.tid, now_stamp, event_of, [&](uint64_t ticks) { return line.At(ticks); }, &checked);
-    }
+    // The page's times, from its start to now at the latest, along one line.
+    uint64_t page_start;
+    std::memcpy(&page_start, copy, sizeof(page_start));
+    page_start = std::min(page_start, now_stamp);
+    const base::TscClock::Line line =
+        tsc ? tsc_clock_.LineAt(page_start) : base::TscClock::Line{page_start, page_start, uint64_t{1} << 32};
+    const bool kept = (tsc ? line.Reaches(now_stamp) : now_stamp - page_start < (uint64_t{1} << 32)) &&
+                      CheckPage(copy, src.tid, now_stamp, event_of, line, &checked);
     if (!kept) {
       ring::RingReader::StageEventsOfPage(page, take_record);
       return;
