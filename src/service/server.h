@@ -219,6 +219,7 @@ class Server : public EventRegistry::Observer {
   DrainTotals DrainRings(bool flush_open_pages = false);
   size_t DrainRing(RingSource& src, size_t max_records, size_t* delivered_now);
   bool HoldsOpenPage(const RingSource& src, uint64_t now) const;
+  bool PageLine(bool tsc, uint64_t page_start, uint64_t now, base::TscClock::Line* line);
   void DeliverPage(const EntryMeta& meta, CheckedPage& page);
   void UpdateHoldBack();
   bool OnlyConsumerIsAFullRecorder() const;

@@ -278,18 +278,13 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
   auto take_page = [&](const ring::PageHead& head, const ring::PayloadSource& page) {
     uint8_t* const copy = page_arena_.get() + (delivered_now ? 0 : staged_pages_.size() * ring::kRingPageSize);
     page.CopyPageTo(copy);
-    CheckedPage checked;
     // The page may have been closed after `latest` was read: now is as late.
     const uint64_t now_stamp = tsc ? __rdtsc() : base::MonotonicNs();
-    // The page's times, from its start to now at the latest, along one line.
     uint64_t page_start;
     std::memcpy(&page_start, copy, sizeof(page_start));
-    page_start = std::min(page_start, now_stamp);
-    const base::TscClock::Line line =
-        tsc ? tsc_clock_.LineAt(page_start) : base::TscClock::Line{page_start, page_start, uint64_t{1} << 32};
-    const bool kept = (tsc ? line.Reaches(now_stamp) : now_stamp - page_start < (uint64_t{1} << 32)) &&
-                      CheckPage(copy, src.tid, now_stamp, event_of, line, &checked);
-    if (!kept) {
+    base::TscClock::Line line;
+    CheckedPage checked;
+    if (!PageLine(tsc, page_start, now_stamp, &line) || !CheckPage(copy, src.tid, now_stamp, event_of, line, &checked)) {
       ring::RingReader::StageEventsOfPage(page, take_record);
       return;
     }
@@ -314,6 +309,19 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
   run.End();
   if (delivered_now) src.reader->Release();
   return drained;
+}
+
+// The line a page's times go to ns along: from its start (at most `now`),
+// in the ring's clock; false when it does not reach `now` (then the page
+// goes event by event, each converted on its own).
+bool Server::PageLine(bool tsc, uint64_t page_start, uint64_t now, base::TscClock::Line* line) {
+  page_start = std::min(page_start, now);
+  if (!tsc) {  // ns already: the identity, for as long as the product fits
+    *line = {page_start, page_start, uint64_t{1} << 32};
+    return now - page_start < (uint64_t{1} << 32);
+  }
+  *line = tsc_clock_.LineAt(page_start);
+  return line->Reaches(now);
 }
 
 // Whether a recording that takes whole pages leaves the events of the page
