@@ -23,6 +23,7 @@ struct CheckedPage {
   uint32_t only_type = 0;  // the id of every event on it, or 0 when they are of several
   uint32_t type_count = 0;
   uint16_t types[kMaxTypes] = {};  // the ids on it, each once
+  uint64_t span_ns = 0;            // from its first event to its last
 };
 
 // Checks the copy of a page at `page` and rewrites it in place: times in ns
@@ -128,6 +129,7 @@ bool CheckPage(uint8_t* page, uint32_t tid, uint64_t latest, EventOf&& event_of,
   std::memset(events + bytes, 0, ring::kPageDataBytes - bytes);
   checked.page = page;
   checked.data_bytes = bytes;
+  checked.span_ns = last_ns - page_ns;
   *out = checked;
   return true;
 }

@@ -38,6 +38,12 @@ constexpr size_t kMaxStagedPages = kRoundStagedRecords / ring::RingReader::kPage
 // after that they are taken one by one. As long as a record stream keeps
 // a page it is filling (RecordStreamSender::kPageFlushNs).
 constexpr uint64_t kOpenPageHoldNs = 100'000'000;
+// A page whose events span longer than this is taken event by event: a
+// thread that slow shares its cpu with others within a page (it sleeps, or
+// is preempted), and whole pages of two threads on one cpu that overlap in
+// time would show time going back within the cpu. Threads fast enough to
+// cost the daemon much fill a page in a few µs.
+constexpr uint64_t kMaxWholePageSpanNs = 50'000;
 
 // Builds a record at `record`: the common header the kernel puts in front
 // of a user event's payload, then the payload, copied out of the ring.
@@ -284,7 +290,8 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
     std::memcpy(&page_start, copy, sizeof(page_start));
     base::TscClock::Line line;
     CheckedPage checked;
-    if (!PageLine(tsc, page_start, now_stamp, &line) || !CheckPage(copy, src.tid, now_stamp, event_of, line, &checked)) {
+    if (!PageLine(tsc, page_start, now_stamp, &line) || !CheckPage(copy, src.tid, now_stamp, event_of, line, &checked) ||
+        checked.span_ns > kMaxWholePageSpanNs) {
       ring::RingReader::StageEventsOfPage(page, take_record);
       return;
     }
