@@ -86,6 +86,9 @@ class TscClock {
     return {tsc, ns, inside ? segments_[hint_].mult : rate_mult_};
   }
 
+  // About how many ticks make `ns` (below 2^32), at the longest baseline's rate.
+  uint64_t TicksIn(uint64_t ns) const { return (ns << 32) / rate_mult_; }
+
   size_t anchor_count() const { return anchors_.size(); }
 
   static constexpr uint64_t kMinSpacingNs = 1'000'000;

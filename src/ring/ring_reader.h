@@ -60,6 +60,9 @@ class PayloadSource {
   void CopyTo(uint8_t* destination) const { base::CopyShort(destination, at_, size_); }
   // The page of a PageHead (kRingPageSize bytes) into `destination`.
   void CopyPageTo(uint8_t* destination) const { std::memcpy(destination, at_, kRingPageSize); }
+  // A payload in the daemon's own copy of a page it checked: handed on as
+  // one from a ring, to be copied and its loc words checked the same way.
+  static PayloadSource InCheckedCopy(const uint8_t* at, uint32_t size) { return {at, size}; }
 
  private:
   friend class RingReader;
@@ -119,10 +122,13 @@ class RingReader {
   // PayloadSource&) with the page as payload; it counts as kPageWeight
   // records. With `hold_open_page`, the events of the page the producer is
   // still filling are left for later (holding_open_page() says so), unless
-  // reading has started in it already.
+  // reading has started in it already or its first event is stamped before
+  // `held_if_since` (in the ring's clock): a page that fills that slowly is
+  // read event by event at once.
   static constexpr size_t kPageWeight = 64;
   template <typename Sink, typename PageSink>
-  size_t StagePages(Sink&& sink, PageSink&& page_sink, size_t max_records, bool hold_open_page) {
+  size_t StagePages(Sink&& sink, PageSink&& page_sink, size_t max_records, bool hold_open_page,
+                    uint64_t held_if_since = 0) {
     size_t count = 0;
     holding_open_page_ = false;
     while (count < max_records && !broken_) {
@@ -141,7 +147,9 @@ class RingReader {
           count += kPageWeight;
           continue;
         }
-        if (hold_open_page) {
+        uint64_t started;
+        std::memcpy(&started, data_ + (tail_ & mask_) + offsetof(PageHeader, timestamp), sizeof(started));
+        if (hold_open_page && started >= held_if_since) {
           holding_open_page_ = true;
           break;
         }

@@ -337,7 +337,7 @@ struct Staged {
 };
 
 size_t StageAll(RingReader& reader, bool hold_open_page, std::vector<Staged>* out,
-                size_t max_records = SIZE_MAX) {
+                size_t max_records = SIZE_MAX, uint64_t held_if_since = 0) {
   return reader.StagePages(
       [&](const RecordHead& head, const PayloadSource& payload) {
         std::vector<uint8_t> bytes(payload.size());
@@ -349,13 +349,32 @@ size_t StageAll(RingReader& reader, bool hold_open_page, std::vector<Staged>* ou
         page.CopyPageTo(bytes.data());
         out->push_back({true, head.cpu, head.timestamp, std::move(bytes)});
       },
-      max_records, hold_open_page);
+      max_records, hold_open_page, held_if_since);
 }
 
 // A page of the ring's memory, as StagePages should hand it out.
 std::vector<uint8_t> PageAt(const TestRing& ring, uint64_t page) {
   const uint8_t* at = ring.data() + (page & (ring.data_size() - 1));
   return {at, at + kRingPageSize};
+}
+
+// An open page begun before `held_if_since` is a slow writer's: it is read
+// event by event even when open pages are held; a later one is held.
+TEST(RingReaderTest, StagePagesHoldsOnlyARecentOpenPage) {
+  TestRing ring(8192);
+  RingWriter writer;
+  writer.Attach(ring.base());
+  auto reader = ring.Reader();
+  ASSERT_NE(reader, nullptr);
+  ASSERT_TRUE(Write(writer, 1, 100, PayloadFor(10, 5), /*cpu=*/1));
+  std::vector<Staged> staged;
+  EXPECT_EQ(StageAll(*reader, /*hold_open_page=*/true, &staged, SIZE_MAX, /*held_if_since=*/100), 0u);
+  EXPECT_TRUE(reader->holding_open_page()) << "begun at 100: recent enough";
+  EXPECT_EQ(StageAll(*reader, true, &staged, SIZE_MAX, /*held_if_since=*/101), 1u);
+  EXPECT_FALSE(reader->holding_open_page());
+  ASSERT_EQ(staged.size(), 1u);
+  EXPECT_FALSE(staged[0].page);
+  EXPECT_EQ(staged[0].timestamp, 100u);
 }
 
 // StagePages hands out a page the producer closed whole, with its header's

@@ -221,6 +221,7 @@ class Server : public EventRegistry::Observer {
   bool HoldsOpenPage(const RingSource& src, uint64_t now) const;
   bool PageLine(bool tsc, uint64_t page_start, uint64_t now, base::TscClock::Line* line);
   void DeliverPage(const EntryMeta& meta, CheckedPage& page);
+  void TakeOverlappingPagesApart();
   void UpdateHoldBack();
   bool OnlyConsumerIsAFullRecorder() const;
   size_t RecordsThatFit() const;
@@ -280,6 +281,8 @@ class Server : public EventRegistry::Observer {
   // and whether open pages are drained too.
   Instance* page_keeper_ = nullptr;
   std::vector<CheckedPage> staged_pages_;
+  std::vector<bool> apart_;               // of staged_pages_, by TakeOverlappingPagesApart
+  std::vector<DrainedRecord> regrouped_;  // its scratch space, swapped with drained_
   std::unique_ptr<uint8_t[]> page_arena_;
   bool flush_open_pages_ = false;
   // When the first open page left in a ring is due to be drained anyway

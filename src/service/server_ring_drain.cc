@@ -115,6 +115,7 @@ Server::DrainTotals Server::DrainRings(bool flush_open_pages) {
       }
     }
     if (!deliver_now) {
+      if (!staged_pages_.empty()) TakeOverlappingPagesApart();
       DeliverInTimeOrder(page_keeper_ != nullptr);
       for (RingSource& src : rings_) src.reader->Release();  // the staged records are copied out
     }
@@ -307,8 +308,12 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
       staged_pages_.push_back(checked);
     }
   };
+  // An open page whose first event is older than a whole page may span is
+  // a slow thread's: taken event by event at once, like its pages.
   const uint64_t now = base::MonotonicNs();
-  const size_t drained = src.reader->StagePages(take_record, take_page, max_records, HoldsOpenPage(src, now));
+  const uint64_t span = tsc ? tsc_clock_.TicksIn(kMaxWholePageSpanNs) : kMaxWholePageSpanNs;
+  const size_t drained =
+      src.reader->StagePages(take_record, take_page, max_records, HoldsOpenPage(src, now), latest > span ? latest - span : 0);
   if (src.reader->holding_open_page() && src.held_at != src.reader->position()) {
     src.held_at = src.reader->position();
     src.held_since_ns = now;
@@ -354,6 +359,63 @@ void Server::DeliverPage(const EntryMeta& meta, CheckedPage& page) {
           instances_->Deliver(*event, {record.timestamp, meta.pid, meta.tid, meta.cpu}, record.data);
         }
       });
+}
+
+// A staged page on a cpu where another ring has something staged between
+// its first and last event (two threads took turns on the cpu while the
+// page was open): it is replaced by its records, from its checked copy, so
+// that the merge interleaves them, and so is such a page of the other ring.
+// Each run stays in time order; found by a binary search in each other run.
+void Server::TakeOverlappingPagesApart() {
+  apart_.assign(staged_pages_.size(), false);
+  bool any = false;
+  auto time_below = [&](const DrainedRecord& d, uint64_t t) { return d.meta.timestamp < t; };
+  for (size_t r = 0; r < runs_.size(); ++r) {
+    for (size_t i = runs_[r].begin; i < runs_[r].end; ++i) {
+      const DrainedRecord& page = drained_[i];
+      if (page.event) continue;
+      const uint64_t first = page.meta.timestamp, last = first + staged_pages_[page.page].span_ns;
+      for (size_t other = 0; other < runs_.size(); ++other) {
+        if (other == r) continue;
+        const auto end = drained_.begin() + static_cast<ptrdiff_t>(runs_[other].end);
+        for (auto it = std::lower_bound(drained_.begin() + static_cast<ptrdiff_t>(runs_[other].begin), end, first,
+                                        time_below);
+             it != end && it->meta.timestamp <= last; ++it) {
+          if (it->meta.cpu != page.meta.cpu) continue;
+          apart_[page.page] = true;
+          if (!it->event) apart_[it->page] = true;
+          any = true;
+          break;
+        }
+      }
+    }
+  }
+  if (!any) return;
+  regrouped_.clear();
+  for (TimeRun& run : runs_) {
+    const size_t begin = regrouped_.size();
+    for (size_t i = run.begin; i < run.end; ++i) {
+      const DrainedRecord& d = drained_[i];
+      if (d.event || !apart_[d.page]) {
+        regrouped_.push_back(d);
+        continue;
+      }
+      uint64_t lost = 0;
+      record::tracedat::ForEachPageRecord(
+          {staged_pages_[d.page].page, ring::kRingPageSize}, record::tracedat::kLongSize, &lost,
+          [&](const record::tracedat::PageRecord& record) {
+            uint16_t type;
+            std::memcpy(&type, record.data.data(), sizeof(type));
+            const Event* event = registry_->FindById(type);  // checked with the page
+            if (!event) return;
+            const auto size = static_cast<uint32_t>(record.data.size() - schema::kCommonHeaderSize);
+            regrouped_.push_back({event, {record.timestamp, d.meta.pid, d.meta.tid, d.meta.cpu},
+                                  ring::PayloadSource::InCheckedCopy(record.data.data() + schema::kCommonHeaderSize, size)});
+          });
+    }
+    run = {begin, regrouped_.size()};
+  }
+  drained_.swap(regrouped_);
 }
 
 // Each ring's run is in time order already (one thread, one clock), so the
