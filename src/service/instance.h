@@ -276,11 +276,10 @@ class InstanceSet {
     }
     return true;
   }
-  // Whether drained records need time order only per cpu: the one instance
-  // taking events in keeps them in per-cpu pages (KeepsInPerCpuPages).
-  bool OrderPerCpuIsEnough() { return PerCpuPageKeeper() != nullptr; }
-  // That instance, if there is one: a recorder that may be handed whole
-  // ring pages (HandOverPage) of the events it takes directly.
+  // The one instance taking events in, when it keeps them in per-cpu pages
+  // (KeepsInPerCpuPages), else null: then drained records need time order
+  // only per cpu, and it may be handed whole ring pages (HandOverPage) of
+  // the events it takes directly.
   Instance* PerCpuPageKeeper() {
     Instance* only = nullptr;
     if (top_.TakesEventsIn()) only = &top_;

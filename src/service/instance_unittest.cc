@@ -90,7 +90,7 @@ TEST_F(InstanceTest, TheOnlyInstanceTakingEventsInAndTheDirectTaker) {
   registry.Put(*event);
 }
 
-// A recorder that takes records and keeps none: what OrderPerCpuIsEnough
+// A recorder that takes records and keeps none: what PerCpuPageKeeper
 // looks for is only that there is one.
 class DiscardingTaker : public RecordTaker {
  public:
@@ -103,32 +103,32 @@ class DiscardingTaker : public RecordTaker {
 // When the drain loop may put records in time order per cpu only: all of
 // them go to one recorder's per-cpu pages, and nothing acts on their order
 // across cpus.
-TEST_F(InstanceTest, OrderPerCpuIsEnoughOnlyForALoneRecorderWithoutTriggers) {
+TEST_F(InstanceTest, PerCpuPageKeeperIsOnlyALoneRecorderWithoutTriggers) {
   Instance& rec = *instances.Find("rec");
   auto event = registry.FindOrCreate("order_test u32 n", false, false);
   ASSERT_TRUE(event.ok());
   instances.SetEnabled(rec, *event, true);
-  EXPECT_FALSE(instances.OrderPerCpuIsEnough()) << "a trace_pipe reader's buffer needs one time order";
+  EXPECT_EQ(instances.PerCpuPageKeeper(), nullptr) << "a trace_pipe reader's buffer needs one time order";
   DiscardingTaker taker;
   rec.set_taker(&taker);
-  EXPECT_TRUE(instances.OrderPerCpuIsEnough());
+  EXPECT_EQ(instances.PerCpuPageKeeper(), &rec);
 
   ASSERT_EQ(rec.triggers().Write(instances, rec, **event, "traceoff", true, registry), 0);
-  EXPECT_FALSE(instances.OrderPerCpuIsEnough()) << "a trigger acts on what came before it";
+  EXPECT_EQ(instances.PerCpuPageKeeper(), nullptr) << "a trigger acts on what came before it";
   ASSERT_EQ(rec.triggers().Write(instances, rec, **event, "!traceoff", true, registry), 0);
-  EXPECT_TRUE(instances.OrderPerCpuIsEnough());
+  EXPECT_EQ(instances.PerCpuPageKeeper(), &rec);
 
   rec.buffer().set_overwrite(true);
-  EXPECT_FALSE(instances.OrderPerCpuIsEnough()) << "a flight recorder's buffer drops the oldest";
+  EXPECT_EQ(instances.PerCpuPageKeeper(), nullptr) << "a flight recorder's buffer drops the oldest";
   rec.buffer().set_overwrite(false);
   rec.set_blocking_timeout_ms(100);
-  EXPECT_FALSE(instances.OrderPerCpuIsEnough()) << "--block keeps records in the buffer";
+  EXPECT_EQ(instances.PerCpuPageKeeper(), nullptr) << "--block keeps records in the buffer";
   rec.set_blocking_timeout_ms(0);
 
   instances.SetEnabled(instances.top(), *event, true);
-  EXPECT_FALSE(instances.OrderPerCpuIsEnough()) << "the top instance takes records in too";
+  EXPECT_EQ(instances.PerCpuPageKeeper(), nullptr) << "the top instance takes records in too";
   instances.SetEnabled(instances.top(), *event, false);
-  EXPECT_TRUE(instances.OrderPerCpuIsEnough());
+  EXPECT_EQ(instances.PerCpuPageKeeper(), &rec);
 
   rec.set_taker(nullptr);
   instances.SetEnabled(rec, *event, false);
