@@ -9,6 +9,7 @@
 #include "schema/event_description.h"
 #include "record/tracedat/page_decoder.h"
 #include "service/page_check.h"
+#include "service/page_overlap.h"
 #include "service/page_run.h"
 #include "service/run_merge.h"
 
@@ -362,34 +363,16 @@ void Server::DeliverPage(const EntryMeta& meta, CheckedPage& page) {
 }
 
 // A staged page on a cpu where another ring has something staged between
-// its first and last event (two threads took turns on the cpu while the
-// page was open): it is replaced by its records, from its checked copy, so
-// that the merge interleaves them, and so is such a page of the other ring.
-// Each run stays in time order; found by a binary search in each other run.
+// its first and last event (page_overlap.h) is replaced by its records,
+// from its checked copy, so that the merge interleaves them, and so is such
+// a page of the other ring. Each run stays in time order.
 void Server::TakeOverlappingPagesApart() {
   apart_.assign(staged_pages_.size(), false);
-  bool any = false;
-  auto time_below = [&](const DrainedRecord& d, uint64_t t) { return d.meta.timestamp < t; };
-  for (size_t r = 0; r < runs_.size(); ++r) {
-    for (size_t i = runs_[r].begin; i < runs_[r].end; ++i) {
-      const DrainedRecord& page = drained_[i];
-      if (page.event) continue;
-      const uint64_t first = page.meta.timestamp, last = first + staged_pages_[page.page].span_ns;
-      for (size_t other = 0; other < runs_.size(); ++other) {
-        if (other == r) continue;
-        const auto end = drained_.begin() + static_cast<ptrdiff_t>(runs_[other].end);
-        for (auto it = std::lower_bound(drained_.begin() + static_cast<ptrdiff_t>(runs_[other].begin), end, first,
-                                        time_below);
-             it != end && it->meta.timestamp <= last; ++it) {
-          if (it->meta.cpu != page.meta.cpu) continue;
-          apart_[page.page] = true;
-          if (!it->event) apart_[it->page] = true;
-          any = true;
-          break;
-        }
-      }
-    }
-  }
+  const bool any = MarkOverlappingPages(runs_, [&](size_t i) {
+    const DrainedRecord& d = drained_[i];
+    if (d.event) return TimedItem{d.meta.timestamp, d.meta.cpu};
+    return TimedItem{d.meta.timestamp, d.meta.cpu, d.page, staged_pages_[d.page].span_ns};
+  }, apart_);
   if (!any) return;
   regrouped_.clear();
   for (TimeRun& run : runs_) {
