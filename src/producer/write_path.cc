@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstring>
 
+#include "base/short_copy.h"
 #include "base/tsc.h"
 #include "producer/client.h"
 #include "producer/data_files.h"
@@ -76,13 +77,23 @@ namespace {
   [[maybe_unused]] ssize_t n = write(g_fast.wake_fd.load(std::memory_order_relaxed), &one, sizeof(one));
 }
 
-ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
+// The total length of the iovecs, or -1 with errno set as writev sets it.
+[[gnu::noinline]] ssize_t TotalLength(const iovec* iov, int cnt) {
   if (cnt < 0 || cnt > IOV_MAX) return Fail(EINVAL);
   size_t total = 0;
   for (int i = 0; i < cnt; ++i) {
     if (iov[i].iov_len > SSIZE_MAX - total) return Fail(EINVAL);
     total += iov[i].iov_len;
   }
+  return static_cast<ssize_t>(total);
+}
+
+ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
+  // The usual shape, [index][payload], is sized without a loop.
+  const bool index_apart = cnt == 2 && iov[0].iov_len == sizeof(int32_t) && iov[1].iov_len <= SSIZE_MAX - sizeof(int32_t);
+  const ssize_t length = index_apart ? static_cast<ssize_t>(sizeof(int32_t) + iov[1].iov_len) : TotalLength(iov, cnt);
+  if (length < 0) return -1;
+  const auto total = static_cast<size_t>(length);
   if (total < sizeof(int32_t)) return Fail(EFAULT);
   int32_t index;
   if (iov[0].iov_len >= sizeof(index)) {
@@ -125,11 +136,12 @@ ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
   // the kernel; the ring counts it lost, so readers are told.
   uint8_t* dst = ring->Reserve(payload, slot->id, cpu, ts);
   if (!dst) return total;
-  // The usual shapes, [index+payload] and [index][payload], copy directly.
-  if (cnt == 1) {
-    std::memcpy(dst, static_cast<const uint8_t*>(iov[0].iov_base) + sizeof(index), payload);
-  } else if (cnt == 2 && iov[0].iov_len == sizeof(index)) {
-    std::memcpy(dst, iov[1].iov_base, payload);
+  // The usual shapes, [index][payload] and [index+payload], copy directly,
+  // in a few fixed-size moves for the usual short payloads.
+  if (index_apart) {
+    base::CopyShort(dst, static_cast<const uint8_t*>(iov[1].iov_base), payload);
+  } else if (cnt == 1) {
+    base::CopyShort(dst, static_cast<const uint8_t*>(iov[0].iov_base) + sizeof(index), payload);
   } else {
     Gather(dst, iov, cnt, sizeof(index), payload);
   }
