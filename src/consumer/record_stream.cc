@@ -163,14 +163,18 @@ bool RecordStream::DeliverFrames(RecordSink& sink) {
       case ipc::FrameKind::kRecords:
         if (!DeliverRecords(body, sink)) return false;
         break;
-      case ipc::FrameKind::kPage: {
+      case ipc::FrameKind::kPage:
+      case ipc::FrameKind::kPoolPage: {
         ipc::PageFrame page;
-        if (body.size() != ipc::kPageFrameBytes) return false;
+        const bool in_pool = header.kind == ipc::FrameKind::kPoolPage;
+        if (body.size() != (in_pool ? sizeof(page) : ipc::kPageFrameBytes)) return false;
         std::memcpy(&page, body.data(), sizeof(page));
+        if (in_pool && page.pool_slot >= ring_->pool_pages()) return false;
+        const std::span<const uint8_t> bytes =
+            in_pool ? std::span<const uint8_t>(ring_->pool_page(page.pool_slot), ipc::kStreamPageSize)
+                    : body.subspan(sizeof(page));
         const PageCounts counts{page.events, page.only_type};
-        if (page.cpu > UINT16_MAX || !sink.OnPage(static_cast<uint16_t>(page.cpu), body.subspan(sizeof(page)), counts)) {
-          return false;
-        }
+        if (page.cpu > UINT16_MAX || !sink.OnPage(static_cast<uint16_t>(page.cpu), bytes, counts)) return false;
         break;
       }
       case ipc::FrameKind::kLost: {

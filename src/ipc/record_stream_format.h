@@ -22,6 +22,8 @@
 //               Only on a stream opened in page mode, instead of kRecords:
 //               a trace.dat recorder stores such pages as they are, and
 //               counts them from the PageFrame without reading them.
+//   kPoolPage   a PageFrame alone: the same, with the page in the ring's
+//               pool (stream_ring.h), page `pool_slot`.
 //
 // RecordEntry is also how an instance buffer stores entries, so a run of them
 // goes to the socket without being rewritten.
@@ -31,7 +33,7 @@
 
 namespace udiag::ipc {
 
-enum class FrameKind : uint32_t { kEventType = 1, kTask = 2, kRecords = 3, kLost = 4, kPage = 5 };
+enum class FrameKind : uint32_t { kEventType = 1, kTask = 2, kRecords = 3, kLost = 4, kPage = 5, kPoolPage = 6 };
 
 struct FrameHeader {
   FrameKind kind;
@@ -55,7 +57,7 @@ struct PageFrame {
   uint32_t cpu;
   uint32_t events;     // records on the page
   uint32_t only_type;  // the event id of every one of them, or 0 when they are of several
-  uint32_t reserved;
+  uint32_t pool_slot;  // kPoolPage: where the page is; 0 in kPage
 };
 static_assert(sizeof(PageFrame) == 16);
 // A page frame's body: the PageFrame, then the page (trace.dat's page size).

@@ -28,15 +28,18 @@ bool TakeFlagAfterPublishing(std::atomic<uint32_t>& flag) {
 
 }  // namespace
 
-StreamRing::StreamRing(base::ScopedFd fd, StreamRingHeader* header, uint8_t* data, uint64_t size)
-    : fd_(std::move(fd)), header_(header), data_(data), size_(size) {}
+StreamRing::StreamRing(base::ScopedFd fd, StreamRingHeader* header, uint8_t* data, uint64_t size, uint8_t* pool,
+                       uint64_t pool_pages)
+    : fd_(std::move(fd)), header_(header), data_(data), size_(size), pool_(pool), pool_pages_(pool_pages) {}
 
 StreamRing::~StreamRing() {
+  if (pool_) munmap(pool_, pool_pages_ * kPoolPageSize);
   munmap(data_, 2 * size_);
   munmap(header_, kHeaderBytes);
 }
 
-base::ErrorOr<std::unique_ptr<StreamRing>> StreamRing::MapShared(base::ScopedFd fd, uint64_t size, bool writer) {
+base::ErrorOr<std::unique_ptr<StreamRing>> StreamRing::MapShared(base::ScopedFd fd, uint64_t size, uint64_t pool_pages,
+                                                                 bool writer) {
   void* header = mmap(nullptr, kHeaderBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (header == MAP_FAILED) return base::Errno{errno};
   // Reserve twice the data size, then map the data over both halves.
@@ -51,30 +54,41 @@ base::ErrorOr<std::unique_ptr<StreamRing>> StreamRing::MapShared(base::ScopedFd 
       error = errno;
     }
   }
+  void* pool = nullptr;
+  if (error == 0 && pool_pages != 0) {
+    pool = mmap(nullptr, pool_pages * kPoolPageSize, prot, MAP_SHARED | MAP_POPULATE, fd.get(),
+                static_cast<off_t>(kHeaderBytes + size));
+    if (pool == MAP_FAILED) {
+      error = errno;
+      pool = nullptr;
+    }
+  }
   if (error != 0) {
     if (area != MAP_FAILED) munmap(area, 2 * size);
     munmap(header, kHeaderBytes);
     return base::Errno{error};
   }
-  return std::unique_ptr<StreamRing>(
-      new StreamRing(std::move(fd), static_cast<StreamRingHeader*>(header), static_cast<uint8_t*>(area), size));
+  return std::unique_ptr<StreamRing>(new StreamRing(std::move(fd), static_cast<StreamRingHeader*>(header),
+                                                    static_cast<uint8_t*>(area), size, static_cast<uint8_t*>(pool),
+                                                    pool_pages));
 }
 
-base::ErrorOr<std::unique_ptr<StreamRing>> StreamRing::Create(uint64_t data_size) {
-  if (!ValidSize(data_size)) return base::Errno{EINVAL};
+base::ErrorOr<std::unique_ptr<StreamRing>> StreamRing::Create(uint64_t data_size, uint64_t pool_pages) {
+  if (!ValidSize(data_size) || pool_pages > kMaxPoolPages) return base::Errno{EINVAL};
   base::ScopedFd fd(memfd_create("udiag-stream", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd.valid()) return base::Errno{errno};
   // Sealed: a reader that could shrink it would make our writes fault.
-  if (ftruncate(fd.get(), static_cast<off_t>(kHeaderBytes + data_size)) != 0 ||
+  if (ftruncate(fd.get(), static_cast<off_t>(kHeaderBytes + data_size + pool_pages * kPoolPageSize)) != 0 ||
       fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     return base::Errno{errno};
   }
-  auto ring = MapShared(std::move(fd), data_size, /*writer=*/true);
+  auto ring = MapShared(std::move(fd), data_size, pool_pages, /*writer=*/true);
   if (!ring.ok()) return ring;
   auto* header = new ((*ring)->header_) StreamRingHeader{};
   header->magic = kStreamRingMagic;
   header->version = kStreamRingVersion;
   header->data_size = data_size;
+  header->pool_pages = pool_pages;
   return ring;
 }
 
@@ -86,14 +100,16 @@ base::ErrorOr<std::unique_ptr<StreamRing>> StreamRing::Map(base::ScopedFd fd) {
     uint32_t magic;
     uint32_t version;
     uint64_t data_size;
+    uint64_t pool_pages;
   } fixed;
-  static_assert(offsetof(StreamRingHeader, data_size) + sizeof(uint64_t) == sizeof(fixed));
+  static_assert(offsetof(StreamRingHeader, pool_pages) + sizeof(uint64_t) == sizeof(fixed));
   if (pread(fd.get(), &fixed, sizeof(fixed), 0) != static_cast<ssize_t>(sizeof(fixed))) return base::Errno{EPROTO};
   if (fixed.magic != kStreamRingMagic || fixed.version != kStreamRingVersion || !ValidSize(fixed.data_size) ||
-      static_cast<uint64_t>(st.st_size) != kHeaderBytes + fixed.data_size) {
+      fixed.pool_pages > kMaxPoolPages ||
+      static_cast<uint64_t>(st.st_size) != kHeaderBytes + fixed.data_size + fixed.pool_pages * kPoolPageSize) {
     return base::Errno{EPROTO};
   }
-  auto ring = MapShared(std::move(fd), fixed.data_size, /*writer=*/false);
+  auto ring = MapShared(std::move(fd), fixed.data_size, fixed.pool_pages, /*writer=*/false);
   if (!ring.ok()) return ring;
   (*ring)->tail_ = (*ring)->head_ = (*ring)->header_->tail.load(std::memory_order_relaxed);
   return ring;

@@ -12,9 +12,15 @@
 // other side fences between publishing and reading the flag, so a wake-up is
 // never missed.
 //
-// The daemon does not trust the reader: it never reads the data back, the
-// memfd is sealed against resizing, and a tail that moves backwards or past
-// the head breaks the stream, not the daemon.
+// The daemon does not trust the reader: it never relies on the data it
+// wrote staying as written, the memfd is sealed against resizing, and a tail
+// that moves backwards or past the head breaks the stream, not the daemon.
+//
+// After the ring, the memfd may hold a pool of pages (pool_pages()): the
+// writer fills one, then sends a frame that names it rather than carrying
+// it (a page checked where it lies is not copied again). Which pages are
+// free is the writer's business: a page named by a frame is free again
+// once the reader's tail has passed that frame.
 #pragma once
 
 #include <atomic>
@@ -28,12 +34,13 @@
 namespace udiag::ipc {
 
 inline constexpr uint32_t kStreamRingMagic = 0x53524455;  // "UDRS"
-inline constexpr uint32_t kStreamRingVersion = 1;
+inline constexpr uint32_t kStreamRingVersion = 2;  // 2: the page pool
 
 struct StreamRingHeader {
   uint32_t magic;
   uint32_t version;
   uint64_t data_size;
+  uint64_t pool_pages;  // of kPoolPageSize bytes, after the data
   alignas(64) std::atomic<uint64_t> head;  // bytes written, by the writer
   alignas(64) std::atomic<uint64_t> tail;  // bytes read, by the reader
   std::atomic<uint32_t> reader_sleeping;   // the reader waits for data
@@ -47,9 +54,14 @@ class StreamRing {
   // Room for the largest frame twice over, so a frame always fits whole.
   static constexpr uint64_t kMinDataBytes = 1 << 20;
 
+  static constexpr uint64_t kPoolPageSize = 4096;
+  static constexpr uint64_t kMaxPoolPages = 1 << 16;
+
   // The writer's side: a new ring of `data_size` bytes (a power of two, at
-  // least kMinDataBytes) in a sealed memfd.
-  static base::ErrorOr<std::unique_ptr<StreamRing>> Create(uint64_t data_size = kDefaultDataBytes);
+  // least kMinDataBytes) and a pool of `pool_pages` pages (at most
+  // kMaxPoolPages) in a sealed memfd.
+  static base::ErrorOr<std::unique_ptr<StreamRing>> Create(uint64_t data_size = kDefaultDataBytes,
+                                                           uint64_t pool_pages = 0);
   // The reader's side: maps a ring the writer made. EPROTO when `fd` is not one.
   static base::ErrorOr<std::unique_ptr<StreamRing>> Map(base::ScopedFd fd);
   ~StreamRing();
@@ -58,6 +70,9 @@ class StreamRing {
 
   int fd() const { return fd_.get(); }
   uint64_t data_size() const { return size_; }
+  uint64_t pool_pages() const { return pool_pages_; }
+  // Page `slot` of the pool (slot < pool_pages()); the reader's is read-only.
+  uint8_t* pool_page(uint64_t slot) const { return pool_ + slot * kPoolPageSize; }
 
   // Writer. Room to write now, contiguous at write_position(); 0 once the
   // reader broke the protocol (broken()).
@@ -67,6 +82,10 @@ class StreamRing {
   bool Publish(uint64_t n);
   // Says the writer waits for room, then returns the room there is now.
   uint64_t WaitForRoom();
+  // Stream positions: what the writer published, and the reader's tail as
+  // Writable() last read it.
+  uint64_t written() const { return head_; }
+  uint64_t read_by_reader() const { return tail_; }
   bool broken() const { return broken_; }
 
   // Reader. What is readable now, contiguous.
@@ -79,13 +98,17 @@ class StreamRing {
   void Awake();
 
  private:
-  StreamRing(base::ScopedFd fd, StreamRingHeader* header, uint8_t* data, uint64_t size);
-  static base::ErrorOr<std::unique_ptr<StreamRing>> MapShared(base::ScopedFd fd, uint64_t data_size, bool writer);
+  StreamRing(base::ScopedFd fd, StreamRingHeader* header, uint8_t* data, uint64_t size, uint8_t* pool,
+             uint64_t pool_pages);
+  static base::ErrorOr<std::unique_ptr<StreamRing>> MapShared(base::ScopedFd fd, uint64_t data_size,
+                                                              uint64_t pool_pages, bool writer);
 
   base::ScopedFd fd_;
   StreamRingHeader* header_;
   uint8_t* data_;  // mapped twice: 2 * size_ bytes of address space
   uint64_t size_;
+  uint8_t* pool_;  // null without one
+  uint64_t pool_pages_;
   uint64_t head_ = 0;  // the writer's, or the reader's last snapshot
   uint64_t tail_ = 0;  // the reader's, or the writer's last checked snapshot
   bool broken_ = false;

@@ -92,6 +92,47 @@ TEST(StreamRingTest, RefusesWhatIsNotAStreamRing) {
   auto ring = StreamRing::Create(kSize);
   ASSERT_TRUE(ring.ok());
   EXPECT_NE(ftruncate((*ring)->fd(), 4096), 0);
+  EXPECT_EQ(StreamRing::Create(kSize, StreamRing::kMaxPoolPages + 1).error(), EINVAL);
+}
+
+TEST(StreamRingTest, ThePoolIsSharedAndTheReaderMapsItReadOnly) {
+  auto writer = StreamRing::Create(kSize, 3);
+  ASSERT_TRUE(writer.ok()) << writer.error();
+  auto reader = StreamRing::Map(base::ScopedFd(dup((*writer)->fd())));
+  ASSERT_TRUE(reader.ok()) << reader.error();
+  ASSERT_EQ((*reader)->pool_pages(), 3u);
+  for (uint64_t slot = 0; slot < 3; ++slot) {
+    std::memset((*writer)->pool_page(slot), static_cast<int>('a' + slot), StreamRing::kPoolPageSize);
+  }
+  for (uint64_t slot = 0; slot < 3; ++slot) {
+    const uint8_t* page = (*reader)->pool_page(slot);
+    EXPECT_EQ(page[0], 'a' + slot);
+    EXPECT_EQ(page[StreamRing::kPoolPageSize - 1], 'a' + slot);
+  }
+  // The ring's bytes are not the pool's.
+  Write(**writer, std::vector<uint8_t>(64, 'r'));
+  EXPECT_EQ((*reader)->Readable()[0], 'r');
+  EXPECT_EQ((*reader)->pool_page(0)[0], 'a');
+  // Read-only where the reader maps it: the kernel cannot store into it either.
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  base::ScopedFd out(pipe_fds[0]), in(pipe_fds[1]);
+  ASSERT_EQ(write(in.get(), "x", 1), 1);
+  errno = 0;
+  EXPECT_EQ(read(out.get(), (*reader)->pool_page(0), 1), -1);
+  EXPECT_EQ(errno, EFAULT);
+  EXPECT_EQ(read(out.get(), (*writer)->pool_page(0), 1), 1);
+}
+
+TEST(StreamRingTest, APoolThatDisagreesWithTheFileSizeIsRefused) {
+  auto ring = StreamRing::Create(kSize, 2);
+  ASSERT_TRUE(ring.ok());
+  base::ScopedFd copy(memfd_create("copy", MFD_CLOEXEC));
+  ASSERT_EQ(ftruncate(copy.get(), 4096 + kSize + 4096), 0);  // one pool page, not two
+  std::vector<uint8_t> header(4096);
+  ASSERT_EQ(pread((*ring)->fd(), header.data(), header.size(), 0), 4096);
+  ASSERT_EQ(pwrite(copy.get(), header.data(), header.size(), 0), 4096);
+  EXPECT_EQ(StreamRing::Map(std::move(copy)).error(), EPROTO);
 }
 
 }  // namespace

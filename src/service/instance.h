@@ -50,6 +50,12 @@ class RecordTaker {
   // kept as it is; `lost_before` records were lost just before it. The
   // taker may mark that on the page.
   virtual void TakePage(const EntryMeta& meta, CheckedPage& page, uint64_t lost_before) = 0;
+  // A page where TakePage sends a page without copying it (the record
+  // stream's pool), to copy a producer's page into and check it there, or
+  // null when none is free. TakePage takes such a page back, as does
+  // GiveBackPage when it is not taken whole.
+  virtual uint8_t* LendPage() { return nullptr; }
+  virtual void GiveBackPage(const uint8_t* page) { (void)page; }
 };
 
 class Instance {

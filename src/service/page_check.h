@@ -24,6 +24,7 @@ struct CheckedPage {
   uint32_t type_count = 0;
   uint16_t types[kMaxTypes] = {};  // the ids on it, each once
   uint64_t span_ns = 0;            // from its first event to its last
+  uint64_t first_ns = 0;           // its start, in ns, as its header now says
 };
 
 // Checks the copy of a page at `page` and rewrites it in place: times in ns
@@ -130,6 +131,7 @@ bool CheckPage(uint8_t* page, uint32_t tid, uint64_t latest, EventOf&& event_of,
   checked.page = page;
   checked.data_bytes = bytes;
   checked.span_ns = last_ns - page_ns;
+  checked.first_ns = page_ns;
   *out = checked;
   return true;
 }

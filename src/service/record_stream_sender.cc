@@ -24,6 +24,7 @@ constexpr size_t kRunBytes = ipc::kMaxFrameBytes - 64 * 1024;
 constexpr uint8_t kZeros[8] = {};
 
 static_assert(ipc::kStreamPageSize == record::tracedat::kPageSize);
+static_assert(ipc::StreamRing::kPoolPageSize == ipc::kStreamPageSize);
 
 uint32_t CpuLimit() {
   long cpus = sysconf(_SC_NPROCESSORS_CONF);
@@ -48,6 +49,7 @@ RecordStreamSender::RecordStreamSender(base::ScopedFd socket, std::unique_ptr<ip
       comm_(std::move(comm)),
       pages_(pages),
       cpu_limit_(CpuLimit()) {
+  for (uint64_t slot = ring_->pool_pages(); slot-- > 0;) free_pool_.push_back(static_cast<uint32_t>(slot));
   // Small frames, and what the ring had no room for of one batch.
   out_.reserve(kBatchBytes + ipc::kMaxFrameBytes);
   unsent_.reserve(kBatchBytes + ipc::kMaxFrameBytes);
@@ -275,10 +277,38 @@ void RecordStreamSender::AppendPage(uint32_t cpu, CpuPage& page) {
   page.encoder.FinishInto(AppendPageFrame(frame));
 }
 
+uint32_t RecordStreamSender::PoolSlotOf(const uint8_t* page) const {
+  const uint8_t* const pool = ring_->pool_page(0);
+  if (ring_->pool_pages() == 0 || page < pool || page >= pool + ring_->pool_pages() * ipc::StreamRing::kPoolPageSize) {
+    return UINT32_MAX;
+  }
+  return static_cast<uint32_t>((page - pool) / ipc::StreamRing::kPoolPageSize);
+}
+
+uint8_t* RecordStreamSender::LendPage() {
+  if (free_pool_.empty() && !pool_in_stream_.empty()) {
+    ring_->Writable();  // reads the reader's tail
+    while (!pool_in_stream_.empty() && pool_in_stream_.front().frame_end <= ring_->read_by_reader()) {
+      free_pool_.push_back(pool_in_stream_.front().slot);
+      pool_in_stream_.pop_front();
+    }
+  }
+  if (free_pool_.empty()) return nullptr;
+  const uint32_t slot = free_pool_.back();
+  free_pool_.pop_back();
+  return ring_->pool_page(slot);
+}
+
+void RecordStreamSender::GiveBackPage(const uint8_t* page) {
+  if (const uint32_t slot = PoolSlotOf(page); slot != UINT32_MAX) free_pool_.push_back(slot);
+}
+
 void RecordStreamSender::TakePage(const EntryMeta& meta, CheckedPage& page, uint64_t lost_before) {
   lost_pending_ += lost_before;
+  const uint32_t pool_slot = PoolSlotOf(page.page);
   if (out_.size() - out_sent_ > instance_->buffer().capacity()) {
     lost_pending_ += page.events;  // the recorder is that far behind: as a full buffer drops
+    if (pool_slot != UINT32_MAX) free_pool_.push_back(pool_slot);
     return;
   }
   for (uint32_t i = 0; i < page.type_count; ++i) {
@@ -295,6 +325,12 @@ void RecordStreamSender::TakePage(const EntryMeta& meta, CheckedPage& page, uint
     const uint64_t commit =
         page.data_bytes | record::tracedat::kCommitMissedEvents | record::tracedat::kCommitMissedStored;
     std::memcpy(page.page + 8, &commit, sizeof(commit));
+  }
+  if (pool_slot != UINT32_MAX) {  // already where the reader reads it: only named
+    const ipc::PageFrame frame{cpu, page.events, page.only_type, pool_slot};
+    AppendFrame(ipc::FrameKind::kPoolPage, {reinterpret_cast<const uint8_t*>(&frame), sizeof(frame)});
+    pool_in_stream_.push_back({ring_->written() + unpublished_ + (out_.size() - out_sent_), pool_slot});
+    return;
   }
   std::memcpy(AppendPageFrame({cpu, page.events, page.only_type, 0}), page.page, ipc::kStreamPageSize);
 }

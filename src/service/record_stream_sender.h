@@ -18,6 +18,7 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <span>
@@ -71,6 +72,10 @@ class RecordStreamSender final : public RecordTaker {
   // A producer's page, checked (RecordTaker): goes out as it is, after the
   // page its cpu was filling, with the losses before it marked on it.
   void TakePage(const EntryMeta& meta, CheckedPage& page, uint64_t lost_before) override;
+  // A free page of the stream's pool (page mode): a page checked there goes
+  // out in a kPoolPage frame, not copied.
+  uint8_t* LendPage() override;
+  void GiveBackPage(const uint8_t* page) override;
 
  private:
   // One records frame of a batch: its header, after any frames before it,
@@ -158,6 +163,17 @@ class RecordStreamSender final : public RecordTaker {
   uint64_t lost_pending_ = 0;
   CpuPage* run_page_ = nullptr;  // of the last StartRun
   uint64_t unsent_since_ns_ = 0;  // 0: every page is empty
+
+  // The pool's free pages, and those named by frames the reader may not
+  // have read yet: free again once its tail passes the frame's end.
+  std::vector<uint32_t> free_pool_;
+  struct PoolPageSent {
+    uint64_t frame_end;
+    uint32_t slot;
+  };
+  std::deque<PoolPageSent> pool_in_stream_;
+  // The slot of a pool page, or UINT32_MAX for any other memory.
+  uint32_t PoolSlotOf(const uint8_t* page) const;
 };
 
 }  // namespace udiag::service

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "record/tracedat/page_decoder.h"
+#include "record/tracedat/page_encoder.h"
 #include "service/page_run.h"
 #include "service/status_page.h"
 #include "service/test_observer.h"
@@ -25,18 +26,25 @@ struct Decoded {
   std::vector<uint64_t> seqs;  // first payload word of each record, in order
   std::vector<uint32_t> page_cpus;
   std::vector<uint32_t> page_types;  // each page frame's only_type
+  std::vector<uint32_t> pool_slots;  // of the kPoolPage frames
   uint64_t lost = 0;
 };
 
-// A kPage frame's records, checked as trace-cmd would read the page.
-void DecodePageFrame(const uint8_t* body, uint32_t bytes, Decoded* out) {
-  ASSERT_EQ(bytes, ipc::kPageFrameBytes);
+// A kPage frame's records, or a kPoolPage frame's (its page in `pool`),
+// checked as trace-cmd would read the page.
+void DecodePageFrame(const uint8_t* body, uint32_t bytes, const ipc::StreamRing* pool, Decoded* out) {
+  ASSERT_EQ(bytes, pool ? sizeof(ipc::PageFrame) : ipc::kPageFrameBytes);
   ipc::PageFrame frame;
   std::memcpy(&frame, body, sizeof(frame));
   out->page_cpus.push_back(frame.cpu);
   ++out->pages;
+  if (pool) {
+    ASSERT_LT(frame.pool_slot, pool->pool_pages());
+    out->pool_slots.push_back(frame.pool_slot);
+  }
+  const uint8_t* const at = pool ? pool->pool_page(frame.pool_slot) : body + sizeof(frame);
   record::tracedat::DecodedPage page;
-  ASSERT_EQ(record::tracedat::DecodePage({body + sizeof(frame), ipc::kStreamPageSize}, 8, &page), 0);
+  ASSERT_EQ(record::tracedat::DecodePage({at, ipc::kStreamPageSize}, 8, &page), 0);
   out->lost += page.lost_before;
   // The frame counts what the page holds, so that a recorder need not read it.
   EXPECT_EQ(frame.events, page.records.size());
@@ -56,7 +64,7 @@ void DecodePageFrame(const uint8_t* body, uint32_t bytes, Decoded* out) {
   }
 }
 
-Decoded Decode(const std::vector<uint8_t>& stream) {
+Decoded Decode(const std::vector<uint8_t>& stream, const ipc::StreamRing* pool = nullptr) {
   Decoded out;
   size_t at = 0;
   while (at < stream.size()) {
@@ -80,7 +88,12 @@ Decoded Decode(const std::vector<uint8_t>& stream) {
         break;
       }
       case ipc::FrameKind::kPage:
-        DecodePageFrame(body, frame.bytes, &out);
+        DecodePageFrame(body, frame.bytes, nullptr, &out);
+        break;
+      case ipc::FrameKind::kPoolPage:
+        EXPECT_NE(pool, nullptr) << "a pool page in a stream without a pool";
+        if (!pool) return out;
+        DecodePageFrame(body, frame.bytes, pool, &out);
         break;
       case ipc::FrameKind::kRecords:
         ++out.record_frames;
@@ -117,14 +130,14 @@ void ExpectOneThreadsRecordsInOrder(const Decoded& d, uint64_t count) {
 class SenderFixture : public ::testing::Test {
  protected:
   // `pages`: page mode (ftrace pages) instead of record frames.
-  explicit SenderFixture(bool pages)
+  explicit SenderFixture(bool pages, uint64_t pool_pages = 0)
       : pages_(pages), page_(std::move(StatusPage::Create(EventRegistry::kFirstId, 64)).value()), registry_(&page_, &observer_) {
     event_ = registry_.FindOrCreate("bench u64 seq; u64 b; u64 c; u64 d", false, false).value();
     int fds[2];
     EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
     reader_.Reset(fds[1]);
     // The smallest ring, so that it fills often.
-    auto ring = ipc::StreamRing::Create(ipc::StreamRing::kMinDataBytes);
+    auto ring = ipc::StreamRing::Create(ipc::StreamRing::kMinDataBytes, pool_pages);
     EXPECT_TRUE(ring.ok());
     ring_ = std::move(ipc::StreamRing::Map(base::ScopedFd(dup((*ring)->fd())))).value();
     sender_.emplace(base::ScopedFd(fds[0]), std::move(ring).value(), &instance_, &registry_,
@@ -197,6 +210,31 @@ class RecordStreamSenderTest : public SenderFixture, public ::testing::WithParam
 class PageStreamSenderTest : public SenderFixture {
  protected:
   PageStreamSenderTest() : SenderFixture(true) {}
+};
+
+// A stream with a pool of kPoolPages pages, as a trace.dat recording's.
+class PoolPageSenderTest : public SenderFixture {
+ protected:
+  static constexpr uint64_t kPoolPages = 4;
+  PoolPageSenderTest() : SenderFixture(true, kPoolPages) {}
+
+  // A page of `count` records from seq `first`, built in `at` as the drain
+  // loop leaves a producer's page it checked there.
+  CheckedPage PageOf(uint8_t* at, uint64_t first, uint64_t count) {
+    record::tracedat::PageEncoder encoder;
+    for (uint64_t seq = first; seq < first + count; ++seq) EXPECT_TRUE(encoder.Append(seq, Record(seq)));
+    encoder.FinishInto(at);
+    CheckedPage page;
+    page.page = at;
+    uint64_t commit;
+    std::memcpy(&commit, at + 8, sizeof(commit));
+    page.data_bytes = static_cast<uint32_t>(commit);
+    page.events = static_cast<uint32_t>(count);
+    page.only_type = event_->id;
+    page.type_count = 1;
+    page.types[0] = static_cast<uint16_t>(event_->id);
+    return page;
+  }
 };
 
 TEST_P(RecordStreamSenderTest, AFullRingResumesMidFrame) {
@@ -467,6 +505,62 @@ TEST_F(PageStreamSenderTest, ABacklogBeyondTheBufferSizeIsCountedAsLost) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, RecordStreamSenderTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Pages" : "Records"; });
+
+TEST_F(PoolPageSenderTest, APageCheckedInThePoolIsNamedNotCopied) {
+  uint8_t* const lent = sender_->LendPage();
+  ASSERT_NE(lent, nullptr);
+  CheckedPage page = PageOf(lent, 0, 20);
+  sender_->TakePage({0, 1, 2, 1}, page, 0);
+  EndAndReadAll();
+  Decoded d = Decode(received_, ring_.get());
+  ExpectOneThreadsRecordsInOrder(d, 20);
+  ASSERT_EQ(d.pool_slots.size(), 1u);
+  // The reader's mapping of the same pool page.
+  EXPECT_EQ(std::memcmp(ring_->pool_page(d.pool_slots[0]), lent, ipc::kStreamPageSize), 0);
+  EXPECT_EQ(d.page_cpus, std::vector<uint32_t>{1});
+  // A stream frame of 24 bytes, not a page, went through the ring.
+  EXPECT_LT(received_.size(), ipc::kStreamPageSize);
+}
+
+TEST_F(PoolPageSenderTest, PoolPagesAreFreeAgainOnceTheReaderPassesTheirFrames) {
+  std::vector<uint8_t*> lent;
+  for (uint64_t i = 0; i < kPoolPages; ++i) {
+    lent.push_back(sender_->LendPage());
+    ASSERT_NE(lent.back(), nullptr);
+    CheckedPage page = PageOf(lent.back(), i * 10, 10);
+    sender_->TakePage({0, 1, 2, 0}, page, 0);
+  }
+  ASSERT_EQ(sender_->Pump(), 0);
+  // All of the pool is named by frames the reader has not read.
+  EXPECT_EQ(sender_->LendPage(), nullptr);
+  ReadAvailable();
+  uint8_t* again = sender_->LendPage();
+  ASSERT_NE(again, nullptr);
+  EXPECT_NE(std::find(lent.begin(), lent.end(), again), lent.end());
+  Decoded d = Decode(received_, ring_.get());
+  ExpectOneThreadsRecordsInOrder(d, kPoolPages * 10);
+}
+
+TEST_F(PoolPageSenderTest, APageGivenBackIsLentAgainAndOtherMemoryIsIgnored) {
+  uint8_t* const lent = sender_->LendPage();
+  ASSERT_NE(lent, nullptr);
+  sender_->GiveBackPage(lent);
+  uint8_t outside[ipc::kStreamPageSize];
+  sender_->GiveBackPage(outside);  // not the pool's: nothing happens
+  for (uint64_t i = 0; i < kPoolPages; ++i) EXPECT_NE(sender_->LendPage(), nullptr);
+  EXPECT_EQ(sender_->LendPage(), nullptr);
+}
+
+// A page the drain checked in its own memory still goes out copied.
+TEST_F(PoolPageSenderTest, APageOutsideThePoolIsCopiedIntoTheStream) {
+  std::vector<uint8_t> own(ipc::kStreamPageSize);
+  CheckedPage page = PageOf(own.data(), 0, 5);
+  sender_->TakePage({0, 1, 2, 0}, page, 0);
+  EndAndReadAll();
+  Decoded d = Decode(received_, ring_.get());
+  ExpectOneThreadsRecordsInOrder(d, 5);
+  EXPECT_TRUE(d.pool_slots.empty());
+}
 
 }  // namespace
 }  // namespace udiag::service

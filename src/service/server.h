@@ -201,6 +201,19 @@ class Server : public EventRegistry::Observer {
   // A ring's record whose header was checked, staged for delivery: its
   // payload is still in the ring, to be copied out and checked. Or a whole
   // page (event null), checked in its copy staged_pages_[page].
+  // A page checked in its copy, and what taking it apart needs: the page in
+  // its ring (there until the round's Release) and the ring's context. A
+  // copy in the record stream's pool (`lent`) is not trusted after its
+  // check (the recorder can write there): such a page is taken apart from
+  // its ring, each record checked again.
+  struct StagedPage {
+    CheckedPage checked;
+    ring::PayloadSource source;
+    const std::vector<bool>* writable;  // its producer's (null: gone)
+    uint64_t latest;                    // nothing on it may be later (its clock)
+    bool tsc;
+    bool lent;
+  };
   struct DrainedRecord {
     const Event* event;
     EntryMeta meta;
@@ -220,7 +233,10 @@ class Server : public EventRegistry::Observer {
   size_t DrainRing(RingSource& src, size_t max_records, size_t* delivered_now);
   bool HoldsOpenPage(const RingSource& src, uint64_t now) const;
   bool PageLine(bool tsc, uint64_t page_start, uint64_t now, base::TscClock::Line* line);
-  void DeliverPage(const EntryMeta& meta, CheckedPage& page);
+  const Event* AllowedEvent(uint16_t type, const std::vector<bool>* writable) const;
+  template <typename Sink>
+  void ForEachRecordOfRingPage(const StagedPage& page, const EntryMeta& meta, Sink&& sink);
+  void DeliverPage(const EntryMeta& meta, StagedPage& page);
   void TakeOverlappingPagesApart();
   void UpdateHoldBack();
   bool OnlyConsumerIsAFullRecorder() const;
@@ -280,7 +296,7 @@ class Server : public EventRegistry::Observer {
   // pages a round staged for it, checked in their copies in page_arena_,
   // and whether open pages are drained too.
   Instance* page_keeper_ = nullptr;
-  std::vector<CheckedPage> staged_pages_;
+  std::vector<StagedPage> staged_pages_;
   std::vector<bool> apart_;               // of staged_pages_, by TakeOverlappingPagesApart
   std::vector<DrainedRecord> regrouped_;  // its scratch space, swapped with drained_
   std::unique_ptr<uint8_t[]> page_arena_;

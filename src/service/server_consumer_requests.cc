@@ -91,7 +91,11 @@ int Server::OnRecordStream(Connection& conn, ipc::Decoder& body, uint32_t seq) {
   Instance* instance = instances_->Find(req.instance);
   if (!instance) return ENOENT;
   // Records go through a shared ring; the socket carries wake-ups both ways.
-  auto ring = ipc::StreamRing::Create();
+  // A trace.dat recording's stream has a pool its pages are checked in, so
+  // that they are not copied again: a drain round's pages (1024 at most)
+  // and those the recorder has yet to read.
+  constexpr uint64_t kPoolPages = 4096;
+  auto ring = ipc::StreamRing::Create(ipc::StreamRing::kDefaultDataBytes, req.pages ? kPoolPages : 0);
   if (!ring.ok()) return ring.error();
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) < 0) return errno;

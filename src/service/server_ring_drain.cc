@@ -243,10 +243,8 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
   PageRun run;
   auto check = [&](const ring::RecordHead& rec) -> const Event* {
     if (rec.type != last_type) {
-      const Event* found = registry_->FindById(rec.type);
-      bool allowed = found && (!writable || (*writable)[rec.type - EventRegistry::kFirstId]);
       last_type = rec.type;
-      last_allowed = allowed ? found : nullptr;
+      last_allowed = AllowedEvent(rec.type, writable);
       direct = last_allowed && delivered_now ? instances_->DirectTakerOf(*last_allowed) : nullptr;
     }
     if (!last_allowed || rec.payload_size < last_allowed->desc.min_size) {
@@ -277,36 +275,38 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
 
   // A recording that takes whole pages: each closed page is copied, checked
   // and rewritten for trace.dat in the copy, and staged (or delivered) as
-  // one item; a page it cannot take whole is taken event by event.
+  // one item; a page it cannot take whole is taken event by event. The copy
+  // goes into the record stream's pool when it has a page free, so that the
+  // stream sends it without copying it again; else into the arena.
   auto event_of = [&](uint16_t type) -> const Event* {
-    const Event* found = registry_->FindById(type);
-    if (!found || (writable && !(*writable)[type - EventRegistry::kFirstId])) return nullptr;
-    return instances_->DirectTakerOf(*found) == page_keeper_ ? found : nullptr;
+    const Event* found = AllowedEvent(type, writable);
+    return found && instances_->DirectTakerOf(*found) == page_keeper_ ? found : nullptr;
   };
+  RecordTaker* const taker = page_keeper_->taker();
   auto take_page = [&](const ring::PageHead& head, const ring::PayloadSource& page) {
-    uint8_t* const copy = page_arena_.get() + (delivered_now ? 0 : staged_pages_.size() * ring::kRingPageSize);
+    uint8_t* const lent = taker->LendPage();
+    uint8_t* const copy =
+        lent ? lent : page_arena_.get() + (delivered_now ? 0 : staged_pages_.size() * ring::kRingPageSize);
     page.CopyPageTo(copy);
     // The page may have been closed after `latest` was read: now is as late.
     const uint64_t now_stamp = tsc ? __rdtsc() : base::MonotonicNs();
-    uint64_t page_start;
-    std::memcpy(&page_start, copy, sizeof(page_start));
     base::TscClock::Line line;
-    CheckedPage checked;
-    if (!PageLine(tsc, page_start, now_stamp, &line) || !CheckPage(copy, src.tid, now_stamp, event_of, line, &checked) ||
-        checked.span_ns > kMaxWholePageSpanNs) {
+    StagedPage staged{{}, page, writable, now_stamp, tsc, lent != nullptr};
+    if (!PageLine(tsc, head.timestamp, now_stamp, &line) ||
+        !CheckPage(copy, src.tid, now_stamp, event_of, line, &staged.checked) ||
+        staged.checked.span_ns > kMaxWholePageSpanNs) {
+      if (lent) taker->GiveBackPage(lent);
       ring::RingReader::StageEventsOfPage(page, take_record);
       return;
     }
-    uint64_t page_ns;
-    std::memcpy(&page_ns, copy, sizeof(page_ns));
-    const EntryMeta meta{page_ns, static_cast<uint32_t>(src.pid), src.tid, head.cpu};
+    const EntryMeta meta{staged.checked.first_ns, static_cast<uint32_t>(src.pid), src.tid, head.cpu};
     if (delivered_now) {
       run.End();
-      DeliverPage(meta, checked);
-      *delivered_now += checked.events;
+      DeliverPage(meta, staged);
+      *delivered_now += staged.checked.events;
     } else {
       drained_.push_back({nullptr, meta, page, static_cast<uint32_t>(staged_pages_.size())});
-      staged_pages_.push_back(checked);
+      staged_pages_.push_back(staged);
     }
   };
   // An open page whose first event is older than a whole page may span is
@@ -346,13 +346,44 @@ bool Server::HoldsOpenPage(const RingSource& src, uint64_t now) const {
   return src.held_at != src.reader->position() || now - src.held_since_ns < kOpenPageHoldNs;
 }
 
+// The event a record of `type` is, when a producer with `writable` (null:
+// gone) may write it.
+const Event* Server::AllowedEvent(uint16_t type, const std::vector<bool>* writable) const {
+  const Event* found = registry_->FindById(type);
+  return found && (!writable || (*writable)[type - EventRegistry::kFirstId]) ? found : nullptr;
+}
+
+// Hands sink(event, meta, payload) each record of a staged page, read from
+// its ring and checked as DrainRing checks one (its payload still to be
+// copied out and checked): how a page whose copy is not trusted goes apart.
+template <typename Sink>
+void Server::ForEachRecordOfRingPage(const StagedPage& page, const EntryMeta& meta, Sink&& sink) {
+  ring::RingReader::StageEventsOfPage(page.source, [&](const ring::RecordHead& rec, const ring::PayloadSource& payload) {
+    const Event* event = AllowedEvent(rec.type, page.writable);
+    if (!event || rec.payload_size < event->desc.min_size) {
+      ++records_rejected_;
+      return;
+    }
+    const uint64_t stamp = std::min(rec.timestamp, page.latest);
+    sink(*event, EntryMeta{page.tsc ? tsc_clock_.ToMonotonic(stamp) : stamp, meta.pid, meta.tid, rec.cpu}, payload);
+  });
+}
+
 // A checked page goes to the recording whole, unless records wait in its
 // instance's buffer: then its records follow them one by one.
-void Server::DeliverPage(const EntryMeta& meta, CheckedPage& page) {
-  if (page_keeper_->HandOverPage(meta, page)) return;
+void Server::DeliverPage(const EntryMeta& meta, StagedPage& page) {
+  if (page_keeper_->HandOverPage(meta, page.checked)) return;
+  if (page.lent) {
+    page_keeper_->taker()->GiveBackPage(page.checked.page);
+    PageRun run;
+    ForEachRecordOfRingPage(page, meta, [&](const Event& event, const EntryMeta& at, const ring::PayloadSource& payload) {
+      DeliverRecord(run, nullptr, event, at, payload);
+    });
+    return;
+  }
   uint64_t lost = 0;
   record::tracedat::ForEachPageRecord(
-      {page.page, ring::kRingPageSize}, record::tracedat::kLongSize, &lost,
+      {page.checked.page, ring::kRingPageSize}, record::tracedat::kLongSize, &lost,
       [&](const record::tracedat::PageRecord& record) {
         uint16_t type;
         std::memcpy(&type, record.data.data(), sizeof(type));
@@ -371,7 +402,7 @@ void Server::TakeOverlappingPagesApart() {
   const bool any = MarkOverlappingPages(runs_, [&](size_t i) {
     const DrainedRecord& d = drained_[i];
     if (d.event) return TimedItem{d.meta.timestamp, d.meta.cpu};
-    return TimedItem{d.meta.timestamp, d.meta.cpu, d.page, staged_pages_[d.page].span_ns};
+    return TimedItem{d.meta.timestamp, d.meta.cpu, d.page, staged_pages_[d.page].checked.span_ns};
   }, apart_);
   if (!any) return;
   regrouped_.clear();
@@ -383,9 +414,17 @@ void Server::TakeOverlappingPagesApart() {
         regrouped_.push_back(d);
         continue;
       }
+      StagedPage& page = staged_pages_[d.page];
+      if (page.lent) {
+        page_keeper_->taker()->GiveBackPage(page.checked.page);
+        ForEachRecordOfRingPage(page, d.meta, [&](const Event& event, const EntryMeta& at, const ring::PayloadSource& payload) {
+          regrouped_.push_back({&event, at, payload});
+        });
+        continue;
+      }
       uint64_t lost = 0;
       record::tracedat::ForEachPageRecord(
-          {staged_pages_[d.page].page, ring::kRingPageSize}, record::tracedat::kLongSize, &lost,
+          {page.checked.page, ring::kRingPageSize}, record::tracedat::kLongSize, &lost,
           [&](const record::tracedat::PageRecord& record) {
             uint16_t type;
             std::memcpy(&type, record.data.data(), sizeof(type));

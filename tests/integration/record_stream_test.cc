@@ -1,5 +1,7 @@
 // The binary record stream (consumer::RecordStream): several consumers at
 // once each get every event they asked for, with types and tasks first.
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,6 +16,7 @@
 
 #include "consumer/private_daemon.h"
 #include "consumer/record_stream.h"
+#include "ipc/stream_ring.h"
 #include "record/tracedat/page_decoder.h"
 #include "integration_util.h"
 
@@ -249,6 +252,60 @@ TEST_F(StalledRecorderTest, LosesNothingUncountedAndGoesOnWhenItReads) {
       << "received " << sink.received_ << ", lost " << sink.lost_;
   EXPECT_EQ(CheckExactlyOnce(sink.seqs_["paced"], kPaced), "");
   for (const auto& [seq, times] : sink.seqs_["flood"]) ASSERT_EQ(times, 1) << "flood seq " << seq;
+}
+
+// A recorder may write into its stream's memfd, pool pages included,
+// while the daemon checks producers' pages there: it garbles only its own
+// recording. The daemon stays up, and the next honest recording of the
+// same instance gets every event.
+TEST_F(StalledRecorderTest, ARecorderScribblingOverThePoolHurtsOnlyItself) {
+  consumer::ConsumerClient& control = *client_;
+  ASSERT_EQ(control.Write("dynamic_events", "u:scribbled u32 seq", true), 0);
+  ASSERT_EQ(control.Write("dynamic_events", "u:honest u32 seq", true), 0);
+  ASSERT_EQ(control.Mkdir("instances/rec"), 0);
+  ASSERT_EQ(control.Write("instances/rec/set_event", "scribbled", false), 0);
+  ASSERT_EQ(control.Write("instances/rec/set_event", "honest", true), 0);
+  {
+    auto hostile = consumer::ConsumerClient::Connect(dir_);
+    ASSERT_TRUE(hostile.ok());
+    auto fds = hostile->OpenRecordStream("rec", /*pages=*/true);
+    ASSERT_TRUE(fds.ok()) << strerror(fds.error());
+    auto ring = ipc::StreamRing::Map(base::ScopedFd(dup(fds->ring.get())));
+    ASSERT_TRUE(ring.ok());
+    ASSERT_GT((*ring)->pool_pages(), 0u);
+    struct stat st;
+    ASSERT_EQ(fstat(fds->ring.get(), &st), 0);
+    void* whole = mmap(nullptr, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds->ring.get(), 0);
+    ASSERT_NE(whole, MAP_FAILED);
+    const uint64_t pool_bytes = (*ring)->pool_pages() * ipc::StreamRing::kPoolPageSize;
+    uint8_t* const pool = static_cast<uint8_t*>(whole) + st.st_size - pool_bytes;
+    std::atomic<bool> done{false};
+    std::thread scribbler([&] {
+      uint64_t x = 88172645463325252ull;
+      while (!done.load()) {
+        for (int i = 0; i < 4096; ++i) {  // xorshift: words anywhere in the pool
+          x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+          std::memcpy(pool + (x % (pool_bytes / 8)) * 8, &x, sizeof(x));
+        }
+        // And reads on, so that the daemon keeps lending pool pages.
+        (*ring)->Release((*ring)->Readable().size());
+      }
+    });
+    EXPECT_EQ(RunProgram({Bin("hammer_producer"), "scribbled", "300000"}, {.udiag_dir = dir_}, 60s), 0);
+    done.store(true);
+    scribbler.join();
+    munmap(whole, st.st_size);
+  }
+  EXPECT_FALSE(ReadTree(dir_, "user_events_status").empty()) << "the daemon went down";
+
+  auto stream = consumer::RecordStream::Open(dir_, "rec", true);
+  ASSERT_TRUE(stream.ok()) << strerror(stream.error());
+  constexpr uint32_t kHonest = 100000;
+  ASSERT_EQ(RunProgram({Bin("hammer_producer"), "honest", std::to_string(kHonest)}, {.udiag_dir = dir_}, 60s), 0);
+  PageSink sink;
+  ReadUntilAccounted(**stream, sink, kHonest);
+  EXPECT_EQ(sink.lost_, 0u);
+  EXPECT_EQ(CheckExactlyOnce(sink.seqs_["honest"], kHonest), "");
 }
 
 TEST(RecordStreamTest, OwnedInstanceRemovalEndsTheStream) {
