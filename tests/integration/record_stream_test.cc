@@ -217,6 +217,15 @@ void ReadUntilAccounted(consumer::RecordStream& stream, PageSink& sink, uint64_t
   }
 }
 
+// instances/rec, recording the events `first` and `second` ("u32 seq" each).
+void MakeRecordingInstance(consumer::ConsumerClient& control, const std::string& first, const std::string& second) {
+  ASSERT_EQ(control.Write("dynamic_events", "u:" + first + " u32 seq", true), 0);
+  ASSERT_EQ(control.Write("dynamic_events", "u:" + second + " u32 seq", true), 0);
+  ASSERT_EQ(control.Mkdir("instances/rec"), 0);
+  ASSERT_EQ(control.Write("instances/rec/set_event", first, false), 0);
+  ASSERT_EQ(control.Write("instances/rec/set_event", second, true), 0);
+}
+
 // A recorder that is its instance's only reader and the only consumer stops
 // reading: once its stream is full the daemon leaves the producers' rings to
 // their producers, which drop and count. When it reads again the recording
@@ -225,12 +234,7 @@ using StalledRecorderTest = PrivateDaemonTest;
 
 TEST_F(StalledRecorderTest, LosesNothingUncountedAndGoesOnWhenItReads) {
   const std::string& dir = dir_;
-  consumer::ConsumerClient& control = *client_;
-  ASSERT_EQ(control.Write("dynamic_events", "u:flood u32 seq", true), 0);
-  ASSERT_EQ(control.Write("dynamic_events", "u:paced u32 seq", true), 0);
-  ASSERT_EQ(control.Mkdir("instances/rec"), 0);
-  ASSERT_EQ(control.Write("instances/rec/set_event", "flood", false), 0);
-  ASSERT_EQ(control.Write("instances/rec/set_event", "paced", true), 0);
+  ASSERT_NO_FATAL_FAILURE(MakeRecordingInstance(*client_, "flood", "paced"));
   auto stream = consumer::RecordStream::Open(dir, "rec", true);
   ASSERT_TRUE(stream.ok()) << strerror(stream.error());
 
@@ -259,12 +263,7 @@ TEST_F(StalledRecorderTest, LosesNothingUncountedAndGoesOnWhenItReads) {
 // recording. The daemon stays up, and the next honest recording of the
 // same instance gets every event.
 TEST_F(StalledRecorderTest, ARecorderScribblingOverThePoolHurtsOnlyItself) {
-  consumer::ConsumerClient& control = *client_;
-  ASSERT_EQ(control.Write("dynamic_events", "u:scribbled u32 seq", true), 0);
-  ASSERT_EQ(control.Write("dynamic_events", "u:honest u32 seq", true), 0);
-  ASSERT_EQ(control.Mkdir("instances/rec"), 0);
-  ASSERT_EQ(control.Write("instances/rec/set_event", "scribbled", false), 0);
-  ASSERT_EQ(control.Write("instances/rec/set_event", "honest", true), 0);
+  ASSERT_NO_FATAL_FAILURE(MakeRecordingInstance(*client_, "scribbled", "honest"));
   {
     auto hostile = consumer::ConsumerClient::Connect(dir_);
     ASSERT_TRUE(hostile.ok());
