@@ -235,7 +235,7 @@ class Server : public EventRegistry::Observer {
   bool PageLine(bool tsc, uint64_t page_start, uint64_t now, base::TscClock::Line* line);
   const Event* AllowedEvent(uint16_t type, const std::vector<bool>* writable) const;
   template <typename Sink>
-  void ForEachRecordOfRingPage(const StagedPage& page, const EntryMeta& meta, Sink&& sink);
+  void ForEachRecordOfStagedPage(StagedPage& page, const EntryMeta& meta, Sink&& sink);
   void DeliverPage(const EntryMeta& meta, StagedPage& page);
   void TakeOverlappingPagesApart();
   void UpdateHoldBack();

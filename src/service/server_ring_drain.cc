@@ -353,31 +353,23 @@ const Event* Server::AllowedEvent(uint16_t type, const std::vector<bool>* writab
   return found && (!writable || (*writable)[type - EventRegistry::kFirstId]) ? found : nullptr;
 }
 
-// Hands sink(event, meta, payload) each record of a staged page, read from
-// its ring and checked as DrainRing checks one (its payload still to be
-// copied out and checked): how a page whose copy is not trusted goes apart.
+// Hands sink(event, meta, payload) each record of a staged page that does
+// not go whole, its payload still to be copied out and checked: from the
+// page's checked copy, or, when that copy is in the record stream's pool
+// (not trusted after its check), from its ring, each record's header
+// checked again as DrainRing checks one; the pool page is given back.
 template <typename Sink>
-void Server::ForEachRecordOfRingPage(const StagedPage& page, const EntryMeta& meta, Sink&& sink) {
-  ring::RingReader::StageEventsOfPage(page.source, [&](const ring::RecordHead& rec, const ring::PayloadSource& payload) {
-    const Event* event = AllowedEvent(rec.type, page.writable);
-    if (!event || rec.payload_size < event->desc.min_size) {
-      ++records_rejected_;
-      return;
-    }
-    const uint64_t stamp = std::min(rec.timestamp, page.latest);
-    sink(*event, EntryMeta{page.tsc ? tsc_clock_.ToMonotonic(stamp) : stamp, meta.pid, meta.tid, rec.cpu}, payload);
-  });
-}
-
-// A checked page goes to the recording whole, unless records wait in its
-// instance's buffer: then its records follow them one by one.
-void Server::DeliverPage(const EntryMeta& meta, StagedPage& page) {
-  if (page_keeper_->HandOverPage(meta, page.checked)) return;
+void Server::ForEachRecordOfStagedPage(StagedPage& page, const EntryMeta& meta, Sink&& sink) {
   if (page.lent) {
     page_keeper_->taker()->GiveBackPage(page.checked.page);
-    PageRun run;
-    ForEachRecordOfRingPage(page, meta, [&](const Event& event, const EntryMeta& at, const ring::PayloadSource& payload) {
-      DeliverRecord(run, nullptr, event, at, payload);
+    ring::RingReader::StageEventsOfPage(page.source, [&](const ring::RecordHead& rec, const ring::PayloadSource& payload) {
+      const Event* event = AllowedEvent(rec.type, page.writable);
+      if (!event || rec.payload_size < event->desc.min_size) {
+        ++records_rejected_;
+        return;
+      }
+      const uint64_t stamp = std::min(rec.timestamp, page.latest);
+      sink(*event, EntryMeta{page.tsc ? tsc_clock_.ToMonotonic(stamp) : stamp, meta.pid, meta.tid, rec.cpu}, payload);
     });
     return;
   }
@@ -387,10 +379,22 @@ void Server::DeliverPage(const EntryMeta& meta, StagedPage& page) {
       [&](const record::tracedat::PageRecord& record) {
         uint16_t type;
         std::memcpy(&type, record.data.data(), sizeof(type));
-        if (const Event* event = registry_->FindById(type)) {
-          instances_->Deliver(*event, {record.timestamp, meta.pid, meta.tid, meta.cpu}, record.data);
-        }
+        const Event* event = registry_->FindById(type);  // checked with the page
+        if (!event) return;
+        const auto size = static_cast<uint32_t>(record.data.size() - schema::kCommonHeaderSize);
+        sink(*event, EntryMeta{record.timestamp, meta.pid, meta.tid, meta.cpu},
+             ring::PayloadSource::InCheckedCopy(record.data.data() + schema::kCommonHeaderSize, size));
       });
+}
+
+// A checked page goes to the recording whole, unless records wait in its
+// instance's buffer: then its records follow them one by one.
+void Server::DeliverPage(const EntryMeta& meta, StagedPage& page) {
+  if (page_keeper_->HandOverPage(meta, page.checked)) return;
+  PageRun run;
+  ForEachRecordOfStagedPage(page, meta, [&](const Event& event, const EntryMeta& at, const ring::PayloadSource& payload) {
+    DeliverRecord(run, nullptr, event, at, payload);
+  });
 }
 
 // A staged page on a cpu where another ring has something staged between
@@ -414,26 +418,10 @@ void Server::TakeOverlappingPagesApart() {
         regrouped_.push_back(d);
         continue;
       }
-      StagedPage& page = staged_pages_[d.page];
-      if (page.lent) {
-        page_keeper_->taker()->GiveBackPage(page.checked.page);
-        ForEachRecordOfRingPage(page, d.meta, [&](const Event& event, const EntryMeta& at, const ring::PayloadSource& payload) {
-          regrouped_.push_back({&event, at, payload});
-        });
-        continue;
-      }
-      uint64_t lost = 0;
-      record::tracedat::ForEachPageRecord(
-          {page.checked.page, ring::kRingPageSize}, record::tracedat::kLongSize, &lost,
-          [&](const record::tracedat::PageRecord& record) {
-            uint16_t type;
-            std::memcpy(&type, record.data.data(), sizeof(type));
-            const Event* event = registry_->FindById(type);  // checked with the page
-            if (!event) return;
-            const auto size = static_cast<uint32_t>(record.data.size() - schema::kCommonHeaderSize);
-            regrouped_.push_back({event, {record.timestamp, d.meta.pid, d.meta.tid, d.meta.cpu},
-                                  ring::PayloadSource::InCheckedCopy(record.data.data() + schema::kCommonHeaderSize, size)});
-          });
+      ForEachRecordOfStagedPage(staged_pages_[d.page], d.meta,
+                                [&](const Event& event, const EntryMeta& at, const ring::PayloadSource& payload) {
+                                  regrouped_.push_back({&event, at, payload});
+                                });
     }
     run = {begin, regrouped_.size()};
   }
