@@ -201,6 +201,12 @@ class Server : public EventRegistry::Observer {
   // A ring's record whose header was checked, staged for delivery: its
   // payload is still in the ring, to be copied out and checked. Or a whole
   // page (event null), checked in its copy staged_pages_[page].
+  struct DrainedRecord {
+    const Event* event;
+    EntryMeta meta;
+    ring::PayloadSource payload;
+    uint32_t page = 0;
+  };
   // A page checked in its copy, and what taking it apart needs: the page in
   // its ring (there until the round's Release) and the ring's context. A
   // copy in the record stream's pool (`lent`) is not trusted after its
@@ -213,12 +219,6 @@ class Server : public EventRegistry::Observer {
     uint64_t latest;                    // nothing on it may be later (its clock)
     bool tsc;
     bool lent;
-  };
-  struct DrainedRecord {
-    const Event* event;
-    EntryMeta meta;
-    ring::PayloadSource payload;
-    uint32_t page = 0;
   };
   struct DrainTotals {
     size_t records = 0;  // read, kept or rejected
@@ -293,8 +293,8 @@ class Server : public EventRegistry::Observer {
   std::unique_ptr<uint8_t[]> scratch_ = std::make_unique<uint8_t[]>(schema::kCommonHeaderSize + ring::kMaxPayload);
   std::vector<TimeRun> runs_;  // each ring's records in drained_, in time order
   // This pass's recorder that takes whole pages (PerCpuPageKeeper), the
-  // pages a round staged for it, checked in their copies in page_arena_,
-  // and whether open pages are drained too.
+  // pages a round staged for it, checked in their copies (in its record
+  // stream's pool, else in page_arena_), and whether open pages are drained too.
   Instance* page_keeper_ = nullptr;
   std::vector<StagedPage> staged_pages_;
   std::vector<bool> apart_;               // of staged_pages_, by TakeOverlappingPagesApart
