@@ -358,20 +358,28 @@ std::vector<uint8_t> PageAt(const TestRing& ring, uint64_t page) {
   return {at, at + kRingPageSize};
 }
 
+// A small ring with its writer attached and its reader, for StagePages.
+class StagePagesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    writer_.Attach(ring_.base());
+    reader_ = ring_.Reader();
+    ASSERT_NE(reader_, nullptr);
+  }
+  TestRing ring_{8192};
+  RingWriter writer_;
+  std::unique_ptr<RingReader> reader_;
+};
+
 // An open page begun before `held_if_since` is a slow writer's: it is read
 // event by event even when open pages are held; a later one is held.
-TEST(RingReaderTest, StagePagesHoldsOnlyARecentOpenPage) {
-  TestRing ring(8192);
-  RingWriter writer;
-  writer.Attach(ring.base());
-  auto reader = ring.Reader();
-  ASSERT_NE(reader, nullptr);
-  ASSERT_TRUE(Write(writer, 1, 100, PayloadFor(10, 5), /*cpu=*/1));
+TEST_F(StagePagesTest, HoldsOnlyARecentOpenPage) {
+  ASSERT_TRUE(Write(writer_, 1, 100, PayloadFor(10, 5), /*cpu=*/1));
   std::vector<Staged> staged;
-  EXPECT_EQ(StageAll(*reader, /*hold_open_page=*/true, &staged, SIZE_MAX, /*held_if_since=*/100), 0u);
-  EXPECT_TRUE(reader->holding_open_page()) << "begun at 100: recent enough";
-  EXPECT_EQ(StageAll(*reader, true, &staged, SIZE_MAX, /*held_if_since=*/101), 1u);
-  EXPECT_FALSE(reader->holding_open_page());
+  EXPECT_EQ(StageAll(*reader_, /*hold_open_page=*/true, &staged, SIZE_MAX, /*held_if_since=*/100), 0u);
+  EXPECT_TRUE(reader_->holding_open_page()) << "begun at 100: recent enough";
+  EXPECT_EQ(StageAll(*reader_, true, &staged, SIZE_MAX, /*held_if_since=*/101), 1u);
+  EXPECT_FALSE(reader_->holding_open_page());
   ASSERT_EQ(staged.size(), 1u);
   EXPECT_FALSE(staged[0].page);
   EXPECT_EQ(staged[0].timestamp, 100u);
@@ -430,23 +438,18 @@ TEST(RingReaderTest, StagePagesHandsClosedPagesWhole) {
 }
 
 // A page held while its producer filled it goes whole once it is closed.
-TEST(RingReaderTest, StagePagesTakesAHeldPageWholeOnceClosed) {
-  TestRing ring(8192);
-  RingWriter writer;
-  writer.Attach(ring.base());
-  auto reader = ring.Reader();
-  ASSERT_NE(reader, nullptr);
-  ASSERT_TRUE(Write(writer, 1, 10, PayloadFor(10, 8), /*cpu=*/1));
+TEST_F(StagePagesTest, TakesAHeldPageWholeOnceClosed) {
+  ASSERT_TRUE(Write(writer_, 1, 10, PayloadFor(10, 8), /*cpu=*/1));
   std::vector<Staged> staged;
-  EXPECT_EQ(StageAll(*reader, /*hold_open_page=*/true, &staged), 0u);
-  EXPECT_TRUE(reader->holding_open_page());
-  ASSERT_TRUE(Write(writer, 1, 20, PayloadFor(20, 8), 2));  // closes page 0
+  EXPECT_EQ(StageAll(*reader_, /*hold_open_page=*/true, &staged), 0u);
+  EXPECT_TRUE(reader_->holding_open_page());
+  ASSERT_TRUE(Write(writer_, 1, 20, PayloadFor(20, 8), 2));  // closes page 0
 
-  EXPECT_EQ(StageAll(*reader, true, &staged), RingReader::kPageWeight);
+  EXPECT_EQ(StageAll(*reader_, true, &staged), RingReader::kPageWeight);
   ASSERT_EQ(staged.size(), 1u) << "the page was closed under the held reader";
   EXPECT_TRUE(staged[0].page);
   EXPECT_EQ(staged[0].cpu, 1);
-  EXPECT_TRUE(reader->holding_open_page()) << "page 1";
+  EXPECT_TRUE(reader_->holding_open_page()) << "page 1";
 }
 
 // A page read event by event does not make the closed page after it be
