@@ -35,8 +35,9 @@ struct CheckedPage {
 // is (with its min_size and loc words) if this page's events may be kept
 // whole, else null. False, with the copy half rewritten, when the page is
 // refused: an event that is not whole or not allowed, a time above
-// `latest`, a delta too large once in ns, more than kMaxTypes ids, no room
-// after the events for a lost count, or no event at all.
+// `latest` or a start below the line's, a delta too large once in ns, more
+// than kMaxTypes ids, no room after the events for a lost count, or no
+// event at all.
 template <typename EventOf>
 bool CheckPage(uint8_t* page, uint32_t tid, uint64_t latest, EventOf&& event_of, const base::TscClock::Line& line,
                CheckedPage* out) {
@@ -46,7 +47,8 @@ bool CheckPage(uint8_t* page, uint32_t tid, uint64_t latest, EventOf&& event_of,
   ring::PageHeader header;
   std::memcpy(&header, page, sizeof(header));
   const auto bytes = static_cast<uint32_t>(header.commit);
-  if (bytes > ring::kPageRoom || header.timestamp > latest) return false;
+  // Times below the line's start would wrap far ahead along it.
+  if (bytes > ring::kPageRoom || header.timestamp > latest || header.timestamp < line_tsc) return false;
   uint8_t* const events = page + sizeof(header);
   uint8_t* const end = events + bytes;
   uint64_t time = header.timestamp;

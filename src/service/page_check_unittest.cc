@@ -77,13 +77,14 @@ class PageCheckTest : public ::testing::Test {
     text_.locs.push_back({8, /*relative=*/1, /*is_string=*/1});  // a __rel_loc char[] first
     events_ = {{10, &small_}, {11, &text_}};
   }
-  bool Check(uint8_t* page, uint64_t latest = 1'000'000) {
+  bool Check(uint8_t* page, uint64_t latest = 1'000'000, uint64_t line_tsc = 0) {
     auto event_of = [&](uint16_t id) -> const service::Event* {
       auto it = events_.find(id);
       return it == events_.end() ? nullptr : it->second;
     };
-    // A clock at 2 ns per tick, 1000 ns ahead.
-    return CheckPage(page, kTid, latest, event_of, base::TscClock::Line{0, 1000, uint64_t{2} << 32}, &checked_);
+    // A clock at 2 ns per tick, 1000 ns ahead, along a line from `line_tsc`.
+    const base::TscClock::Line line{line_tsc, 1000 + 2 * line_tsc, uint64_t{2} << 32};
+    return CheckPage(page, kTid, latest, event_of, line, &checked_);
   }
 
   service::Event small_, text_;
@@ -143,6 +144,19 @@ TEST_F(PageCheckTest, ATimeLaterThanNowRefusesThePage) {
   PageBuilder header_late(5000);
   header_late.Event(10, 5000, {1, 2, 3, 4});
   EXPECT_FALSE(Check(header_late.Close(), 4999));
+}
+
+// The line is drawn from the page's start as the ring showed it; a copy
+// that starts earlier (the producer rewrote it meanwhile) would convert
+// below the line's start, wrapping to a time far ahead.
+TEST_F(PageCheckTest, AStartBeforeItsLineRefusesThePage) {
+  PageBuilder at_line(200);
+  at_line.Event(10, 200, {1, 2, 3, 4});
+  EXPECT_TRUE(Check(at_line.Close(), 1'000'000, 200));
+  EXPECT_EQ(checked_.first_ns, 1400u);
+  PageBuilder before(199);
+  before.Event(10, 199, {1, 2, 3, 4});
+  EXPECT_FALSE(Check(before.Close(), 1'000'000, 200));
 }
 
 TEST_F(PageCheckTest, APayloadShorterThanTheStaticFieldsRefusesThePage) {
