@@ -31,7 +31,7 @@ constexpr int kPollMs = 100;
 constexpr milliseconds kDrainQuiet{300};
 // ...but a producer that never stops must not keep us waiting.
 constexpr milliseconds kDrainLimit{3000};
-// After a poll that brought less than this, wait a little before the next:
+// After a poll that brought less than this of events, wait a little before the next:
 // waking for every small batch costs more than the batch (a context switch
 // each); the daemon's instance buffer holds what arrives meanwhile.
 constexpr uint64_t kSmallPollBytes = 64 << 10;
@@ -107,7 +107,7 @@ int Stream(consumer::RecordStream& stream, RecordingSink& sink, ProgressLine& pr
   for (;;) {
     bool stopping = stop.load();
     if (stopping && stopped == Clock::time_point{}) stopped = quiet_since = Clock::now();
-    uint64_t before = stream.bytes_received();
+    uint64_t before = sink.bytes();  // of events: a pool page's frame is only 32 bytes of stream
     int err = stream.Poll(kPollMs, sink);
     progress.Update();
     checkpoints.Tick();
@@ -115,7 +115,7 @@ int Stream(consumer::RecordStream& stream, RecordingSink& sink, ProgressLine& pr
     if (err == EPIPE) return 0;
     if (err && err != ETIMEDOUT) return err;
     if (!stopping) {
-      if (!err && stream.bytes_received() - before < kSmallPollBytes) std::this_thread::sleep_for(kNap);
+      if (!err && sink.bytes() - before < kSmallPollBytes) std::this_thread::sleep_for(kNap);
       continue;
     }
     auto now = Clock::now();
