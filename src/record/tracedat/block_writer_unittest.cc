@@ -6,7 +6,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -130,6 +132,34 @@ TEST_F(BlockWriterTest, DestructionWaitsForQueuedWrites) {
     SubmitNumbered(writer, fd, 6, kBlock, /*at_position=*/false);
   }
   ExpectNumbered(ReadWhole(fd, 6 * kBlock), 6, kBlock);
+}
+
+// The "THPeligible" value of /proc/self/smaps for the mapping holding `at`
+// (1: huge pages may back it), or -1 when there is none.
+int ThpEligibleOf(const void* at) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto address = reinterpret_cast<uintptr_t>(at);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &begin, &end) == 2) {  // a mapping's first line
+      inside = address >= begin && address < end;
+    }
+    int eligible = 0;
+    if (inside && std::sscanf(line.c_str(), "THPeligible: %d", &eligible) == 1) return eligible;
+  }
+  return -1;
+}
+
+TEST_F(BlockWriterTest, BlocksAreInHugePagesWhereTheKernelHasThem) {
+  std::ifstream mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  std::getline(mode_file, mode);
+  if (mode.empty() || mode.find("[never]") != std::string::npos) GTEST_SKIP() << "no transparent huge pages here";
+  BlockWriter writer;
+  uint8_t* block = writer.Acquire();
+  EXPECT_EQ(ThpEligibleOf(block), 1);
+  writer.Release(block);
 }
 
 }  // namespace
