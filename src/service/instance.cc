@@ -18,7 +18,7 @@ bool ValidName(std::string_view name) {
 bool Instance::HoldsBack(uint64_t now_ns, size_t max_record_bytes) {
   if (blocking_timeout_ms_ == 0 || buffer_.overwrite() || !tracing_on_ || enabled_.empty()) return false;
   const uint64_t reads = buffer_.stats().read;
-  if (reads != reads_seen_ || buffer_.RoomFor(max_record_bytes) > 0) {
+  if (reads != reads_seen_ || RoomFor(max_record_bytes) > 0) {
     reads_seen_ = reads;
     last_progress_ns_ = now_ns;
   }

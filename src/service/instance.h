@@ -56,6 +56,13 @@ class RecordTaker {
   // GiveBackPage when it is not taken whole.
   virtual uint8_t* LendPage() { return nullptr; }
   virtual void GiveBackPage(const uint8_t* page) { (void)page; }
+  // How many more records of up to `record_bytes`, or whole pages, the
+  // taker can take now without dropping any (for an instance that holds
+  // producers back instead).
+  virtual size_t RoomFor(size_t record_bytes) {
+    (void)record_bytes;
+    return SIZE_MAX;
+  }
 };
 
 class Instance {
@@ -107,6 +114,11 @@ class Instance {
   // timeout. A reader that stops for longer (stopped, or never came) lets
   // events be dropped again rather than stall every producer.
   bool HoldsBack(uint64_t now_ns, size_t max_record_bytes);
+  // Records of up to `record_bytes` this instance can keep now without
+  // dropping any: its taker's room while the taker takes them, else its buffer's.
+  size_t RoomFor(size_t record_bytes) const {
+    return taker_ && buffer_.entries() == 0 ? taker_->RoomFor(record_bytes) : buffer_.RoomFor(record_bytes);
+  }
 
   // `usdt_probe` (ours): the events this instance enables fire udiagd's USDT
   // probe (service/event_probe.h) instead of filling its buffer.
@@ -128,14 +140,14 @@ class Instance {
 
   // The record stream that takes the records instead of the buffer, or null.
   // It takes them only while the buffer is empty (what is in it goes first)
-  // and nothing holds producers back for it (`--block` waits on the buffer's
-  // room) and the buffer is not a flight recorder; otherwise they are
-  // appended to the buffer as usual.
+  // and the buffer is not a flight recorder; otherwise they are appended to
+  // the buffer as usual. With `--block`, the drain takes no more than the
+  // taker has room for (RoomFor).
   RecordTaker* taker() const { return taker_; }
   void set_taker(RecordTaker* taker) { taker_ = taker; }
   // Keeps one record that passed the filters: in the buffer, or handed over.
   void Keep(const Event& event, const EntryMeta& meta, std::span<const uint8_t> record) {
-    if (taker_ && buffer_.entries() == 0 && blocking_timeout_ms_ == 0 && !buffer_.overwrite()) {
+    if (taker_ && buffer_.entries() == 0 && !buffer_.overwrite()) {
       taker_->Take(event, meta, buffer_.TakePendingLost(), record);
     } else {
       buffer_.Append(meta, record);
@@ -148,14 +160,13 @@ class Instance {
   // or probe).
   bool HandsOverDirectly(const Event& event) const {
     return taker_ && tracing_on_ && !usdt_probe_ && Keeps(event.id) && !triggers_.Has(event) &&
-           !filters_.Has(event) && blocking_timeout_ms_ == 0 && !buffer_.overwrite();
+           !filters_.Has(event) && !buffer_.overwrite();
   }
   // Whether every record this instance keeps goes to its recorder's per-cpu
   // pages, with nothing that depends on the order of records across cpus
   // (a trigger may act on what another cpu did just before).
   bool KeepsInPerCpuPages() const {
-    return taker_ && !usdt_probe_ && !HasSoftMode() && !triggers_.Any() && blocking_timeout_ms_ == 0 &&
-           !buffer_.overwrite();
+    return taker_ && !usdt_probe_ && !HasSoftMode() && !triggers_.Any() && !buffer_.overwrite();
   }
   // The taker's StartRun while Keep would hand over (the buffer empty and
   // no loss to report first), else null.

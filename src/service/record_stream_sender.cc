@@ -253,19 +253,22 @@ void RecordStreamSender::EncodeRecord(uint16_t cpu, uint64_t timestamp, uint64_t
   page->Count(type);
 }
 
+uint8_t* RecordStreamSender::FrameSpace(size_t bytes) {
+  // In page mode, with nothing waiting before it, a frame is written
+  // straight into the ring: for a page, one copy of it fewer.
+  if (pages_ && out_.size() == out_sent_ && ring_->Writable() >= unpublished_ + bytes) {
+    uint8_t* const to = ring_->write_position() + unpublished_;  // the ring is mapped twice: no wrap to mind
+    unpublished_ += bytes;
+    return to;
+  }
+  out_.resize(out_.size() + bytes);
+  return out_.data() + out_.size() - bytes;
+}
+
 uint8_t* RecordStreamSender::AppendPageFrame(const ipc::PageFrame& frame) {
   constexpr size_t kFrameTotal = sizeof(ipc::FrameHeader) + ipc::kPageFrameBytes;
   static_assert(kFrameTotal == ipc::PadTo8(kFrameTotal));
-  // With nothing waiting before it, the page is finished straight into the
-  // ring: one copy of it fewer.
-  uint8_t* to;
-  if (out_.size() == out_sent_ && ring_->Writable() - unpublished_ >= kFrameTotal) {
-    to = ring_->write_position() + unpublished_;  // the ring is mapped twice: no wrap to mind
-    unpublished_ += kFrameTotal;
-  } else {
-    out_.resize(out_.size() + kFrameTotal);
-    to = out_.data() + out_.size() - kFrameTotal;
-  }
+  uint8_t* const to = FrameSpace(kFrameTotal);
   const ipc::FrameHeader header{ipc::FrameKind::kPage, ipc::kPageFrameBytes};
   std::memcpy(to, &header, sizeof(header));
   std::memcpy(to + sizeof(header), &frame, sizeof(frame));
@@ -297,6 +300,19 @@ uint8_t* RecordStreamSender::LendPage() {
   const uint32_t slot = free_pool_.back();
   free_pool_.pop_back();
   return ring_->pool_page(slot);
+}
+
+size_t RecordStreamSender::RoomFor(size_t record_bytes) {
+  // A record, or a page taken whole or apart, costs at most the page frame
+  // it closes and the one it opens, and its type's and thread's frames.
+  constexpr size_t kAnnounceBytes = 1024;
+  const size_t cost = std::max<size_t>(record_bytes, 2 * (sizeof(ipc::FrameHeader) + ipc::kPageFrameBytes)) + kAnnounceBytes;
+  const size_t backlog = out_.size() - out_sent_;
+  const size_t capacity = instance_->buffer().capacity();
+  // Frames go into the ring while it has room (FrameSpace), then wait in out_.
+  const uint64_t writable = ring_->Writable();
+  const uint64_t ring_room = backlog == 0 && writable > unpublished_ ? writable - unpublished_ : 0;
+  return (ring_room + (capacity > backlog ? capacity - backlog : 0)) / cost;
 }
 
 void RecordStreamSender::GiveBackPage(const uint8_t* page) {
@@ -412,9 +428,12 @@ void RecordStreamSender::AppendFrameHeader(ipc::FrameKind kind, uint32_t body_by
 }
 
 void RecordStreamSender::AppendFrame(ipc::FrameKind kind, std::span<const uint8_t> body) {
-  AppendFrameHeader(kind, body.size());
-  out_.insert(out_.end(), body.begin(), body.end());
-  out_.insert(out_.end(), kZeros, kZeros + (ipc::PadTo8(body.size()) - body.size()));
+  const size_t padded = ipc::PadTo8(static_cast<uint32_t>(body.size()));
+  uint8_t* const to = FrameSpace(sizeof(ipc::FrameHeader) + padded);
+  const ipc::FrameHeader header{kind, static_cast<uint32_t>(body.size())};
+  std::memcpy(to, &header, sizeof(header));
+  std::memcpy(to + sizeof(header), body.data(), body.size());
+  std::memset(to + sizeof(header) + body.size(), 0, padded - body.size());
 }
 
 void RecordStreamSender::AppendEventType(const Event& event) {

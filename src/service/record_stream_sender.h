@@ -76,6 +76,9 @@ class RecordStreamSender final : public RecordTaker {
   // out in a kPoolPage frame, not copied.
   uint8_t* LendPage() override;
   void GiveBackPage(const uint8_t* page) override;
+  // Page mode: what the ring and the backlog's room (the instance buffer's
+  // size) take before Take and TakePage drop.
+  size_t RoomFor(size_t record_bytes) override;
 
  private:
   // One records frame of a batch: its header, after any frames before it,
@@ -114,9 +117,11 @@ class RecordStreamSender final : public RecordTaker {
   void EncodeRecord(uint16_t cpu, uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> record);
   // Appends the page of `cpu` to out_ as a kPage frame; it is empty afterwards.
   void AppendPage(uint32_t cpu, CpuPage& page);
-  // Where the next kPage frame goes: straight into the ring when nothing
-  // waits before it and there is room (published by the next SendPending),
-  // else at the end of out_. The frame header is written.
+  // Where a frame of `bytes` goes: in page mode straight into the ring when
+  // nothing waits before it and there is room (published by the next
+  // SendPending), else at the end of out_.
+  uint8_t* FrameSpace(size_t bytes);
+  // FrameSpace for a kPage frame, its header and PageFrame written.
   uint8_t* AppendPageFrame(const ipc::PageFrame& frame);
   // Sends the partly filled pages when they have waited long enough, or
   // every one when `all`.

@@ -189,7 +189,7 @@ void Server::UpdateHoldBack() {
 // records not delivered yet), so that none of them is dropped there.
 size_t Server::RecordsThatFit() const {
   size_t room = kRoundRecords + drained_.size();
-  for (const Instance* instance : holding_back_) room = std::min(room, instance->buffer().RoomFor(kMaxRecordBytes));
+  for (const Instance* instance : holding_back_) room = std::min(room, instance->RoomFor(kMaxRecordBytes));
   return room > drained_.size() ? room - drained_.size() : 0;
 }
 
