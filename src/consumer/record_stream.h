@@ -62,9 +62,6 @@ class RecordStream {
   // delivered), EPROTO for a malformed stream, or another errno.
   int Poll(int timeout_ms, RecordSink& sink);
 
-  // Bytes of the stream received so far.
-  uint64_t bytes_received() const { return bytes_received_; }
-
  private:
   RecordStream(ConsumerClient control, base::ScopedFd socket, std::unique_ptr<ipc::StreamRing> ring);
   // Hands the whole frames of the ring to `sink` and frees them; false on a
@@ -78,7 +75,7 @@ class RecordStream {
   std::unique_ptr<ipc::StreamRing> ring_;
   uint64_t need_;              // bytes of the ring the next frame needs at least
   bool hung_up_ = false;       // the daemon ended the stream
-  uint64_t bytes_received_ = 0;
+  uint64_t bytes_received_ = 0;  // of the stream: how much a Poll has taken
 };
 
 }  // namespace udiag::consumer
