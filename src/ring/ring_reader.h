@@ -119,16 +119,16 @@ class RingReader {
 
   // Like Stage, but a page the producer closed, when reading is at its
   // start, goes whole to `page_sink`, taking (const PageHead&, const
-  // PayloadSource&) with the page as payload; it counts as kPageWeight
-  // records. With `hold_open_page`, the events of the page the producer is
-  // still filling are left for later (holding_open_page() says so), unless
-  // reading has started in it already or its first event is stamped before
-  // `held_if_since` (in the ring's clock): a page that fills that slowly is
-  // read event by event at once.
+  // PayloadSource&) with the page as payload; it counts as `page_weight`
+  // records (kPageWeight: a page's work). With `hold_open_page`, the events
+  // of the page the producer is still filling are left for later
+  // (holding_open_page() says so), unless reading has started in it already
+  // or its first event is stamped before `held_if_since` (in the ring's
+  // clock): a page that fills that slowly is read event by event at once.
   static constexpr size_t kPageWeight = 64;
   template <typename Sink, typename PageSink>
   size_t StagePages(Sink&& sink, PageSink&& page_sink, size_t max_records, bool hold_open_page,
-                    uint64_t held_if_since = 0) {
+                    uint64_t held_if_since = 0, size_t page_weight = kPageWeight) {
     size_t count = 0;
     holding_open_page_ = false;
     while (count < max_records && !broken_) {
@@ -144,7 +144,7 @@ class RingReader {
           page_sink(PageHead{static_cast<uint16_t>(header.commit >> 32), header.timestamp},
                     PayloadSource(data_ + (tail_ & mask_), kRingPageSize));
           tail_ += kRingPageSize;
-          count += kPageWeight;
+          count += page_weight;
           continue;
         }
         uint64_t started;

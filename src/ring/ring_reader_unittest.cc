@@ -337,7 +337,8 @@ struct Staged {
 };
 
 size_t StageAll(RingReader& reader, bool hold_open_page, std::vector<Staged>* out,
-                size_t max_records = SIZE_MAX, uint64_t held_if_since = 0) {
+                size_t max_records = SIZE_MAX, uint64_t held_if_since = 0,
+                size_t page_weight = RingReader::kPageWeight) {
   return reader.StagePages(
       [&](const RecordHead& head, const PayloadSource& payload) {
         std::vector<uint8_t> bytes(payload.size());
@@ -349,7 +350,7 @@ size_t StageAll(RingReader& reader, bool hold_open_page, std::vector<Staged>* ou
         page.CopyPageTo(bytes.data());
         out->push_back({true, head.cpu, head.timestamp, std::move(bytes)});
       },
-      max_records, hold_open_page, held_if_since);
+      max_records, hold_open_page, held_if_since, page_weight);
 }
 
 // A page of the ring's memory, as StagePages should hand it out.
@@ -450,6 +451,26 @@ TEST_F(StagePagesTest, TakesAHeldPageWholeOnceClosed) {
   EXPECT_TRUE(staged[0].page);
   EXPECT_EQ(staged[0].cpu, 1);
   EXPECT_TRUE(reader_->holding_open_page()) << "page 1";
+}
+
+// A caller that counts pages by what they cost it (a --block recording's
+// room) gives them their weight: max_records then bounds pages exactly.
+TEST(RingReaderTest, StagePagesCountsAPageItsGivenWeight) {
+  TestRing ring(16384);
+  RingWriter writer;
+  writer.Attach(ring.base());
+  auto reader = ring.Reader();
+  ASSERT_NE(reader, nullptr);
+  // A change of cpu closes the page: three closed pages, a fourth open.
+  for (uint16_t i = 0; i < 4; ++i) ASSERT_TRUE(Write(writer, 1, 10 * (i + 1), PayloadFor(i, 8), /*cpu=*/1 + i % 2));
+  std::vector<Staged> staged;
+  EXPECT_EQ(StageAll(*reader, /*hold_open_page=*/true, &staged, /*max_records=*/2, 0, /*page_weight=*/1), 2u);
+  ASSERT_EQ(staged.size(), 2u) << "two pages of weight 1 in a budget of 2";
+  EXPECT_TRUE(staged[0].page && staged[1].page);
+  staged.clear();
+  EXPECT_EQ(StageAll(*reader, true, &staged, /*max_records=*/2), RingReader::kPageWeight)
+      << "at the usual weight, one page passes a budget of 2";
+  EXPECT_EQ(staged.size(), 1u);
 }
 
 // A page read event by event does not make the closed page after it be

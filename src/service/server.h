@@ -296,6 +296,7 @@ class Server : public EventRegistry::Observer {
   // pages a round staged for it, checked in their copies (in its record
   // stream's pool, else in page_arena_), and whether open pages are drained too.
   Instance* page_keeper_ = nullptr;
+  size_t page_weight_ = ring::RingReader::kPageWeight;  // of a whole page, this round (DrainRings)
   std::vector<StagedPage> staged_pages_;
   std::vector<bool> apart_;               // of staged_pages_, by TakeOverlappingPagesApart
   std::vector<DrainedRecord> regrouped_;  // its scratch space, swapped with drained_

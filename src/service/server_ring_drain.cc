@@ -95,12 +95,20 @@ Server::DrainTotals Server::DrainRings(bool flush_open_pages) {
     const size_t ring_count = rings_.size();
     const size_t first = ring_count ? first_ring_++ % ring_count : 0;
     const size_t share = holding_back_.empty() ? kRoundRecords : std::max<size_t>(1, RecordsThatFit() / std::max<size_t>(1, ring_count));
+    // A recording that holds back counts its room at what a record or a
+    // page may cost its stream (RecordStreamSender::RoomFor): a page weighs
+    // one record then, not a page's work, so that a round takes as many
+    // pages as the room has (fewer would put more of a cpu's pages in later
+    // rounds, out of time order) and never one more.
+    page_weight_ = !holding_back_.empty() && page_keeper_ && page_keeper_->buffer().entries() == 0
+                       ? 1
+                       : ring::RingReader::kPageWeight;
     for (size_t k = 0; k < ring_count; ++k) {
       RingSource& src = rings_[(first + k) % ring_count];
       // A holding-back instance that is full leaves the rest in the rings;
       // a full page arena ends the round.
       const size_t pages_left = kMaxStagedPages - staged_pages_.size();
-      const size_t max_records = std::min({share, RecordsThatFit(), pages_left * ring::RingReader::kPageWeight});
+      const size_t max_records = std::min({share, RecordsThatFit(), pages_left * page_weight_});
       if (max_records == 0) {
         more |= pages_left == 0;
         break;
@@ -220,7 +228,7 @@ size_t Server::RecordsThatFit() const {
 // delivered at once (with `delivered_now`, counted there) or staged in
 // drained_, its payload left in the ring until DeliverInTimeOrder copies it.
 // Returns the records read (kept or rejected), a whole page counting as
-// RingReader::kPageWeight: it may pass max_records by less than that.
+// page_weight_: it may pass max_records by less than that.
 size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_now) {
   if (uint64_t lost = src.reader->TakeLost()) instances_->NoteLost(lost);
   auto conn = connections_.find(src.owner);
@@ -314,7 +322,8 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
   const uint64_t now = base::MonotonicNs();
   const uint64_t span = tsc ? tsc_clock_.TicksIn(kMaxWholePageSpanNs) : kMaxWholePageSpanNs;
   const size_t drained =
-      src.reader->StagePages(take_record, take_page, max_records, HoldsOpenPage(src, now), latest > span ? latest - span : 0);
+      src.reader->StagePages(take_record, take_page, max_records, HoldsOpenPage(src, now), latest > span ? latest - span : 0,
+                             page_weight_);
   if (src.reader->holding_open_page() && src.held_at != src.reader->position()) {
     src.held_at = src.reader->position();
     src.held_since_ns = now;
