@@ -27,29 +27,32 @@ struct TimedItem {
 // Sets apart[page] for each page with an item of another run on its cpu
 // within its span, and for that item too when it is a page. `item(i)` gives
 // item i of `runs` (each run in time order); `apart` has a slot per page.
-// Returns whether any was set. A binary search per page and other run.
+// Returns whether any was set. As a run's pages go forward in time, so does
+// where each other run's items reach them: a cursor per other run, moved
+// forward only (a binary search per page mispredicted most of its branches).
 template <typename ItemAt>
-bool MarkOverlappingPages(const std::vector<TimeRun>& runs, ItemAt&& item, std::vector<bool>& apart) {
+bool MarkOverlappingPages(const std::vector<TimeRun>& runs, ItemAt&& item_at, std::vector<bool>& apart) {
+  // Gathered once, side by side: every run is walked once per other run.
+  size_t count = 0;
+  for (const TimeRun& run : runs) count = std::max(count, run.end);
+  std::vector<TimedItem> items(count);
+  for (const TimeRun& run : runs) {
+    for (size_t i = run.begin; i < run.end; ++i) items[i] = item_at(i);
+  }
+  std::vector<size_t> reached(runs.size());  // by other run: its first item at or after the page's start
   bool any = false;
   for (size_t r = 0; r < runs.size(); ++r) {
+    for (size_t other = 0; other < runs.size(); ++other) reached[other] = runs[other].begin;
     for (size_t i = runs[r].begin; i < runs[r].end; ++i) {
-      const TimedItem page = item(i);
+      const TimedItem& page = items[i];
       if (page.page == TimedItem::kNoPage) continue;
       const uint64_t last = page.time + page.span_ns;
       for (size_t other = 0; other < runs.size(); ++other) {
         if (other == r) continue;
-        // The first item of the other run at or after the page's start.
-        size_t lo = runs[other].begin, hi = runs[other].end;
-        while (lo < hi) {
-          const size_t mid = lo + (hi - lo) / 2;
-          if (item(mid).time < page.time) {
-            lo = mid + 1;
-          } else {
-            hi = mid;
-          }
-        }
-        for (size_t j = lo; j < runs[other].end; ++j) {
-          const TimedItem near = item(j);
+        size_t& from = reached[other];
+        while (from < runs[other].end && items[from].time < page.time) ++from;
+        for (size_t j = from; j < runs[other].end; ++j) {
+          const TimedItem& near = items[j];
           if (near.time > last) break;
           if (near.cpu != page.cpu) continue;
           apart[page.page] = true;
