@@ -39,10 +39,9 @@ void RecordingSink::OnRecord(const record::Record& record) {
   writer_->Write(out);
 }
 
+// Counted from the daemon's frame: the page itself is read only when it
+// holds several types (stored, it is copied, not read).
 bool RecordingSink::OnPage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) {
-  uint64_t lost = 0, base = 0;
-  std::span<const uint8_t> data;
-  if (record::tracedat::ReadPageHeader(page, sizeof(uint64_t), &lost, &data, &base) != 0) return false;
   if (counts.only_type != 0) {
     if (counts.only_type < by_id_.size()) by_id_[counts.only_type].count += counts.events;
   } else if (!CountByType(page)) {
@@ -50,8 +49,8 @@ bool RecordingSink::OnPage(uint16_t cpu, std::span<const uint8_t> page, const co
   }
   if (!writer_->WritePage(cpu, page)) return false;
   events_ += counts.events;
-  bytes_ += data.size();
-  lost_ += lost;
+  bytes_ += counts.data_bytes;
+  lost_ += counts.lost_before;
   max_cpu_ = std::max(max_cpu_, cpu);
   return true;
 }

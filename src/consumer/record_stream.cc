@@ -173,7 +173,7 @@ bool RecordStream::DeliverFrames(RecordSink& sink) {
         const std::span<const uint8_t> bytes =
             in_pool ? std::span<const uint8_t>(ring_->pool_page(page.pool_slot), ipc::kStreamPageSize)
                     : body.subspan(sizeof(page));
-        const PageCounts counts{page.events, page.only_type};
+        const PageCounts counts{page.events, page.only_type, page.data_bytes, page.lost_before};
         if (page.cpu > UINT16_MAX || !sink.OnPage(static_cast<uint16_t>(page.cpu), bytes, counts)) return false;
         break;
       }

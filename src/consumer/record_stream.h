@@ -21,8 +21,10 @@ namespace udiag::consumer {
 
 // What the daemon says of a page it sent.
 struct PageCounts {
-  uint32_t events = 0;     // records on it
-  uint32_t only_type = 0;  // the event id of all of them, or 0 when they are of several
+  uint32_t events = 0;       // records on it
+  uint32_t only_type = 0;    // the event id of all of them, or 0 when they are of several
+  uint32_t data_bytes = 0;   // of its events, after the page header
+  uint64_t lost_before = 0;  // events lost just before it
 };
 
 // Receives a record stream in order. Types and tasks always come before the first record that uses them.

@@ -54,12 +54,15 @@ struct RecordEntry {
 static_assert(sizeof(RecordEntry) == 40);
 
 struct PageFrame {
-  uint32_t cpu;
-  uint32_t events;     // records on the page
-  uint32_t only_type;  // the event id of every one of them, or 0 when they are of several
-  uint32_t pool_slot;  // kPoolPage: where the page is; 0 in kPage
+  uint32_t cpu = 0;
+  uint32_t events = 0;     // records on the page
+  uint32_t only_type = 0;  // the event id of every one of them, or 0 when they are of several
+  uint32_t pool_slot = 0;  // kPoolPage: where the page is; 0 in kPage
+  uint32_t data_bytes = 0;  // of its events, after the page header
+  uint32_t reserved = 0;
+  uint64_t lost_before = 0;  // events lost just before it (marked on the page too)
 };
-static_assert(sizeof(PageFrame) == 16);
+static_assert(sizeof(PageFrame) == 32);
 // A page frame's body: the PageFrame, then the page (trace.dat's page size).
 inline constexpr uint32_t kStreamPageSize = 4096;
 inline constexpr uint32_t kPageFrameBytes = sizeof(PageFrame) + kStreamPageSize;

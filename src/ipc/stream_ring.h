@@ -34,7 +34,7 @@
 namespace udiag::ipc {
 
 inline constexpr uint32_t kStreamRingMagic = 0x53524455;  // "UDRS"
-inline constexpr uint32_t kStreamRingVersion = 2;  // 2: the page pool
+inline constexpr uint32_t kStreamRingVersion = 3;  // 2: the page pool; 3: page sizes and losses in the frame
 
 struct StreamRingHeader {
   uint32_t magic;

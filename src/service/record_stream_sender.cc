@@ -276,7 +276,11 @@ uint8_t* RecordStreamSender::AppendPageFrame(const ipc::PageFrame& frame) {
 }
 
 void RecordStreamSender::AppendPage(uint32_t cpu, CpuPage& page) {
-  const ipc::PageFrame frame{cpu, std::exchange(page.events, 0), std::exchange(page.only_type, 0), 0};
+  const ipc::PageFrame frame{.cpu = cpu,
+                             .events = std::exchange(page.events, 0),
+                             .only_type = std::exchange(page.only_type, 0),
+                             .data_bytes = page.encoder.data_bytes(),
+                             .lost_before = page.encoder.lost_before()};
   page.encoder.FinishInto(AppendPageFrame(frame));
 }
 
@@ -335,20 +339,25 @@ void RecordStreamSender::TakePage(const EntryMeta& meta, CheckedPage& page, uint
   if (cpu < page_of_cpu_.size() && page_of_cpu_[cpu] && !page_of_cpu_[cpu]->encoder.empty()) {
     AppendPage(cpu, *page_of_cpu_[cpu]);  // its records came first
   }
-  if (lost_pending_ != 0) {  // the room after the events was left for this (ring_layout.h)
-    const uint64_t lost = std::exchange(lost_pending_, 0);
+  const uint64_t lost = std::exchange(lost_pending_, 0);
+  if (lost != 0) {  // the room after the events was left for this (ring_layout.h)
     std::memcpy(page.page + record::tracedat::kPageHeaderSize + page.data_bytes, &lost, sizeof(lost));
     const uint64_t commit =
         page.data_bytes | record::tracedat::kCommitMissedEvents | record::tracedat::kCommitMissedStored;
     std::memcpy(page.page + 8, &commit, sizeof(commit));
   }
+  ipc::PageFrame frame{.cpu = cpu,
+                       .events = page.events,
+                       .only_type = page.only_type,
+                       .data_bytes = page.data_bytes,
+                       .lost_before = lost};
   if (pool_slot != UINT32_MAX) {  // already where the reader reads it: only named
-    const ipc::PageFrame frame{cpu, page.events, page.only_type, pool_slot};
+    frame.pool_slot = pool_slot;
     AppendFrame(ipc::FrameKind::kPoolPage, {reinterpret_cast<const uint8_t*>(&frame), sizeof(frame)});
     pool_in_stream_.push_back({ring_->written() + unpublished_ + (out_.size() - out_sent_), pool_slot});
     return;
   }
-  std::memcpy(AppendPageFrame({cpu, page.events, page.only_type, 0}), page.page, ipc::kStreamPageSize);
+  std::memcpy(AppendPageFrame(frame), page.page, ipc::kStreamPageSize);
 }
 
 void RecordStreamSender::FlushPages(bool all) {

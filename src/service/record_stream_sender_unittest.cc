@@ -48,6 +48,10 @@ void DecodePageFrame(const uint8_t* body, uint32_t bytes, const ipc::StreamRing*
   out->lost += page.lost_before;
   // The frame counts what the page holds, so that a recorder need not read it.
   EXPECT_EQ(frame.events, page.records.size());
+  EXPECT_EQ(frame.lost_before, page.lost_before);
+  uint64_t commit;
+  std::memcpy(&commit, at + 8, sizeof(commit));
+  EXPECT_EQ(frame.data_bytes, commit & record::tracedat::kCommitSizeMask) << "the commit word's byte count";
   uint32_t only_type = 0;
   for (size_t i = 0; i < page.records.size(); ++i) {
     uint16_t type;

@@ -67,6 +67,9 @@ class PageEncoder {
   void MarkLostBefore(uint64_t count);
 
   bool empty() const { return used_ == 0; }
+  // Of the page being built: bytes of event data, and the losses marked.
+  uint32_t data_bytes() const { return used_; }
+  uint64_t lost_before() const { return lost_marked_ ? lost_before_ : 0; }
 
   // Writes the finished page (kPageSize bytes, zero-filled tail) to `out`;
   // the encoder is empty afterwards.
