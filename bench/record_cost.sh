@@ -8,10 +8,11 @@
 #   bench/record_cost.sh BUILD_DIR PRODUCERS SECONDS [RATE]
 #
 # RATE paces each producer at RATE events/s (default: full speed). BUILD_DIR
-# needs -DUDIAG_BUILD_BENCH=ON (for flood_producer).
+# needs -DUDIAG_BUILD_BENCH=ON (for flood_producer). RECORD_ARGS and
+# UDIAGD_ARGS add options: RECORD_ARGS=--block, UDIAGD_ARGS='--ring-kb 16384'.
 set -euo pipefail
 if [ $# -lt 3 ] || [ "$1" = --help ]; then
-  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
   [ "${1:-}" = --help ]; exit
 fi
 build=$1 producers=$2 seconds=$3 rate=${4:-0}
@@ -19,10 +20,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-"$build/bin/udiagd" --dir "$work/daemon" >/dev/null 2>&1 &
+"$build/bin/udiagd" --dir "$work/daemon" ${UDIAGD_ARGS:-} >/dev/null 2>&1 &
 daemon=$!
 for _ in $(seq 50); do [ -S "$work/daemon/control.sock" ] && break; sleep 0.1; done
-UDIAG_DIR="$work/daemon" "$build/bin/udiag" record -e flood -o "$work/out.dat" 2>"$work/record.err" &
+UDIAG_DIR="$work/daemon" "$build/bin/udiag" record ${RECORD_ARGS:-} -e flood -o "$work/out.dat" 2>"$work/record.err" &
 recorder=$!
 sleep 0.5  # the recording's instance and auto-enable are in place
 daemon_before=$(ticks $daemon) recorder_before=$(ticks $recorder)
