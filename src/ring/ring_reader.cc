@@ -132,10 +132,14 @@ void RingReader::WakeWaitingWriter() {
 }
 
 uint64_t RingReader::TakeLost() {
+  // The losses since the last read happened between the two reads of the
+  // counter, so the clock is read before this one and after it: a reader
+  // preempted next to a read must not count less time than passed.
+  const uint64_t before = base::MonotonicNs();
   const uint64_t lost = header_->lost.load(std::memory_order_relaxed);
-  const uint64_t now = base::MonotonicNs();
-  const uint64_t possible = (now - lost_checked_ns_) * kMaxLostPerNs + kLostSlack;
-  lost_checked_ns_ = now;
+  const uint64_t after = base::MonotonicNs();
+  const uint64_t possible = (after - lost_checked_ns_) * kMaxLostPerNs + kLostSlack;
+  lost_checked_ns_ = before;
   if (lost <= lost_seen_) return 0;
   // A larger jump is a lie (or garbage): count what could have been lost.
   const uint64_t increase = std::min(lost - lost_seen_, possible);

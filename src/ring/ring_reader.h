@@ -280,7 +280,7 @@ class RingReader {
   uint64_t page_end_ = 0;
   bool holding_open_page_ = false;
   uint64_t lost_seen_ = 0;
-  uint64_t lost_checked_ns_;  // when TakeLost last read the counter (or Map)
+  uint64_t lost_checked_ns_;  // a time before TakeLost last read the counter (or Map)
   bool broken_ = false;
   bool writer_may_wait_ = false;
   alignas(8) uint8_t buffer_[kMaxPayload];
