@@ -504,8 +504,8 @@ TEST_F(PageStreamSenderTest, WhatTheRoomSaysFitsIsTakenWithoutLoss) {
   uint64_t seq = 0;
   for (size_t room; (room = instance_.RoomFor(kRecordBytes)) > 0;) {
     ASSERT_LT(seq, 100000u) << "the room never ran out";
-    // A round's worth at most, as the drain takes: never more than the room.
-    for (const uint64_t end = seq + std::min<size_t>(room, 64); seq < end; ++seq) {
+    // All the room says fits, as a drain round may take it.
+    for (const uint64_t end = seq + room; seq < end; ++seq) {
       instance_.Keep(*event_, {seq, 1, 2, 0}, record_of(seq));
     }
     const int pumped = sender_->Pump();  // as the drain does after each round
