@@ -125,11 +125,15 @@ int Stream(consumer::RecordStream& stream, RecordingSink& sink, ProgressLine& pr
 }
 
 // Hands the stream whatever is still buffered (nothing new is coming).
+// When the daemon writes the file, until it says every page is on disk
+// (a disk may take a while to take the last blocks; kDrainLimit at most).
 int DrainRest(consumer::RecordStream& stream, RecordingSink& sink) {
+  const auto limit = Clock::now() + kDrainLimit;
   for (;;) {
     int err = stream.Poll(kPollMs, sink);
-    if (err == ETIMEDOUT || err == EPIPE) return 0;
-    if (err) return err;
+    if (err == EPIPE) return 0;
+    if (err == ETIMEDOUT && (!stream.writes_file() || sink.file_synced() || Clock::now() > limit)) return 0;
+    if (err && err != ETIMEDOUT) return err;
   }
 }
 
@@ -210,8 +214,13 @@ int Record(const RecordOptions& options) {
   std::unique_ptr<consumer::RecordStream> stream;
   // trace.dat stores the stream's pages as they come; other formats take records.
   const bool pages = format == record::TraceFormat::kTraceDat;
+  // Where the file system gives trace.dat its cpu regions, the daemon
+  // writes the pages into them itself, and we only count them.
+  std::optional<record::TraceWriter::PageRegions> regions = pages ? (*writer)->RegionsForPages() : std::nullopt;
+  std::optional<consumer::ConsumerClient::PageFile> page_file;
+  if (regions) page_file = consumer::ConsumerClient::PageFile{regions->fd, regions->region_bytes, regions->cpus};
   auto open_stream = [&]() -> int {
-    auto opened = consumer::RecordStream::Open(session.dir, session.instance, pages);
+    auto opened = consumer::RecordStream::Open(session.dir, session.instance, pages, page_file ? &*page_file : nullptr);
     if (!opened.ok()) return Fail("record stream", opened.error());
     stream = std::move(opened).value();
     return 0;
@@ -240,6 +249,10 @@ int Record(const RecordOptions& options) {
     // written out as a whole file; what the daemon held is gone, uncounted.
     fmt::print(stderr, "udiag record: the recording ended early: {}; keeping the {} events received\n",
                base::DescribeErrno(err), sink.events());
+  }
+  if (stream && stream->writes_file() && sink.events_not_on_disk() > 0) {
+    fmt::print(stderr, "udiag record: {} events were in pages the daemon had not written yet: they are not in the file\n",
+               sink.events_not_on_disk());
   }
 
   int finish = (*writer)->Finish(CurrentInfo(sink));

@@ -39,15 +39,55 @@ void RecordingSink::OnRecord(const record::Record& record) {
   writer_->Write(out);
 }
 
+bool RecordingSink::OnPage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) {
+  return CountPage(cpu, page, counts) && writer_->WritePage(cpu, page);
+}
+
+bool RecordingSink::OnFilePage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) {
+  file_synced_ = false;
+  if (cpu >= unwritten_.size()) unwritten_.resize(cpu + 1);
+  unwritten_[cpu].events.push_back(counts.events);
+  return CountPage(cpu, page, counts);
+}
+
+bool RecordingSink::OnPagesOnDisk(uint16_t cpu, uint64_t bytes) {
+  if (!writer_->PagesOnDisk(cpu, bytes) || cpu >= unwritten_.size()) return false;
+  Unwritten& unwritten = unwritten_[cpu];
+  const uint64_t pages = bytes / record::tracedat::kPageSize;
+  // The daemon reports only pages it counted to us first, and never fewer.
+  if (pages < unwritten.pages_on_disk || pages - unwritten.pages_on_disk > unwritten.events.size()) return false;
+  unwritten.events.erase(unwritten.events.begin(),
+                         unwritten.events.begin() + static_cast<ptrdiff_t>(pages - unwritten.pages_on_disk));
+  unwritten.pages_on_disk = pages;
+  return true;
+}
+
+uint64_t RecordingSink::events_not_on_disk() const {
+  uint64_t events = 0;
+  for (const Unwritten& unwritten : unwritten_) {
+    for (uint32_t count : unwritten.events) events += count;
+  }
+  return events;
+}
+
+bool RecordingSink::OnFileError(int error) {
+  writer_->PagesFailed(error);
+  return true;
+}
+
+bool RecordingSink::OnFileSynced() {
+  file_synced_ = true;
+  return true;
+}
+
 // Counted from the daemon's frame: the page itself is read only when it
 // holds several types (stored, it is copied, not read).
-bool RecordingSink::OnPage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) {
+bool RecordingSink::CountPage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) {
   if (counts.only_type != 0) {
     if (counts.only_type < by_id_.size()) by_id_[counts.only_type].count += counts.events;
   } else if (!CountByType(page)) {
     return false;
   }
-  if (!writer_->WritePage(cpu, page)) return false;
   events_ += counts.events;
   bytes_ += counts.data_bytes;
   lost_ += counts.lost_before;

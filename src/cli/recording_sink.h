@@ -1,7 +1,8 @@
 // Where `udiag record` puts the record stream: into a trace file writer,
 // counting per event for the summary. Pages (a trace.dat recording's stream)
 // go to the writer as they are, counted from what the daemon says of them
-// (their event headers are read only on a page of several event types).
+// (their event headers are read only on a page of several event types), or
+// are only counted when the daemon writes them into the file itself.
 // Timestamps handed to the writer never
 // go backwards: a record committed late (its thread was preempted between
 // taking the time and committing) is stamped with the previous time, and
@@ -9,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,10 @@ class RecordingSink : public consumer::RecordSink {
   void OnRecord(const record::Record& record) override;
   void OnLost(uint64_t count) override;
   bool OnPage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) override;
+  bool OnFilePage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) override;
+  bool OnPagesOnDisk(uint16_t cpu, uint64_t bytes) override;
+  bool OnFileError(int error) override;
+  bool OnFileSynced() override;
 
   uint64_t events() const { return events_; }
   uint64_t bytes() const { return bytes_; }
@@ -35,6 +41,12 @@ class RecordingSink : public consumer::RecordSink {
   // Losses after the last record, for TraceInfo::lost_at_end.
   uint64_t trailing_lost() const { return pending_lost_; }
   uint32_t cpus() const { return max_cpu_ + 1; }
+  // The daemon writes the pages: every page counted is on disk, tracing
+  // having stopped (no page has come since it said so).
+  bool file_synced() const { return file_synced_; }
+  // Of the events counted, those in pages the daemon had yet to write (it
+  // died, or its disk stalled past the end).
+  uint64_t events_not_on_disk() const;
 
   // "  <system>:<name>  <count>" lines, in order of first appearance, and a
   // line for the losses (which cannot be told apart by event).
@@ -43,6 +55,8 @@ class RecordingSink : public consumer::RecordSink {
  private:
   // Adds a page's records to their events' counts, reading each event header.
   bool CountByType(std::span<const uint8_t> page);
+  // Counts a page's events and losses (what the daemon said of it).
+  bool CountPage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts);
 
   struct Counted {
     std::string name;
@@ -54,6 +68,14 @@ class RecordingSink : public consumer::RecordSink {
   uint64_t events_ = 0, bytes_ = 0, lost_ = 0, restamped_ = 0, pending_lost_ = 0;
   uint64_t last_timestamp_ = 0;
   uint16_t max_cpu_ = 0;
+  bool file_synced_ = false;
+  // By cpu: the events of each page counted and not yet reported on disk,
+  // oldest first, and the pages reported on disk.
+  struct Unwritten {
+    std::deque<uint32_t> events;
+    uint64_t pages_on_disk = 0;
+  };
+  std::vector<Unwritten> unwritten_;
 };
 
 }  // namespace udiag::cli

@@ -86,11 +86,17 @@ int ConsumerClient::Rmdir(const std::string& path) {
   return Call(ipc::MsgType::kTreeRmdir, Encode(ipc::PathRequest{path}));
 }
 
-ErrorOr<ConsumerClient::RecordStreamFds> ConsumerClient::OpenRecordStream(const std::string& instance, bool pages) {
-  uint32_t seq;
-  if (int err = SendRequest(ipc::MsgType::kRecordStream, Encode(ipc::RecordStreamRequest{instance, pages}), &seq)) {
-    return Errno{err};
+ErrorOr<ConsumerClient::RecordStreamFds> ConsumerClient::OpenRecordStream(const std::string& instance, bool pages,
+                                                                          const PageFile* file) {
+  ipc::RecordStreamRequest request{instance, pages};
+  std::vector<int> fds_sent;
+  if (file) {
+    request.file_region_bytes = file->region_bytes;
+    request.file_cpus = file->cpus;
+    fds_sent.push_back(file->fd);
   }
+  uint32_t seq;
+  if (int err = SendRequest(ipc::MsgType::kRecordStream, Encode(request), &seq, fds_sent)) return Errno{err};
   ipc::MessageHeader header;
   std::string body;
   std::vector<base::ScopedFd> fds;
@@ -98,7 +104,10 @@ ErrorOr<ConsumerClient::RecordStreamFds> ConsumerClient::OpenRecordStream(const 
   if (header.type != ipc::MsgType::kReply) return Errno{EPROTO};
   if (header.error != 0) return Errno{header.error > 0 ? header.error : EPROTO};
   if (fds.size() != 2) return Errno{EPROTO};
-  return RecordStreamFds{std::move(fds[0]), std::move(fds[1])};
+  ipc::RecordStreamReply reply;
+  ipc::Decoder decoder({reinterpret_cast<const uint8_t*>(body.data()), body.size()});
+  if (!reply.Decode(decoder)) return Errno{EPROTO};
+  return RecordStreamFds{std::move(fds[0]), std::move(fds[1]), reply.writes_file && file};
 }
 
 int ConsumerClient::StreamPipe(const std::string& path, const ChunkCallback& on_chunk,
@@ -131,11 +140,11 @@ int ConsumerClient::StreamPipe(const std::string& path, const ChunkCallback& on_
   }
 }
 
-int ConsumerClient::SendRequest(ipc::MsgType type, const ipc::Encoder& body, uint32_t* seq) {
+int ConsumerClient::SendRequest(ipc::MsgType type, const ipc::Encoder& body, uint32_t* seq, std::span<const int> fds) {
   *seq = next_seq_++;
   ipc::Encoder message = ipc::StartMessage(type, *seq);
   message.bytes().insert(message.bytes().end(), body.bytes().begin(), body.bytes().end());
-  return base::TimeoutErrno(base::SendMessage(fd_.get(), message.bytes()));
+  return base::TimeoutErrno(base::SendMessage(fd_.get(), message.bytes(), fds));
 }
 
 int ConsumerClient::ReceiveFor(uint32_t seq, int timeout_ms, ipc::MessageHeader* header, std::string* body,

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -84,17 +85,27 @@ class ConsumerClient {
   // consumer::RecordStream reads them); with `pages`, records come as
   // ftrace pages. The stream lasts while both the socket and this
   // connection are open.
+  // A trace.dat file open for writing whose cpu N pages go from
+  // (N + 1) * region_bytes on (record/tracedat/region_layout.h): the daemon
+  // may write a page-mode stream's pages there itself. Not owned.
+  struct PageFile {
+    int fd = -1;
+    uint64_t region_bytes = 0;
+    uint32_t cpus = 0;
+  };
   struct RecordStreamFds {
     base::ScopedFd socket;
     base::ScopedFd ring;
+    bool writes_file = false;  // the daemon took `file`: pages come as kFilePage frames
   };
-  base::ErrorOr<RecordStreamFds> OpenRecordStream(const std::string& instance, bool pages = false);
+  base::ErrorOr<RecordStreamFds> OpenRecordStream(const std::string& instance, bool pages = false,
+                                                  const PageFile* file = nullptr);
 
  private:
   explicit ConsumerClient(base::ScopedFd fd) : fd_(std::move(fd)) {}
 
   // Sends a request and returns its sequence number through `seq`.
-  int SendRequest(ipc::MsgType type, const ipc::Encoder& body, uint32_t* seq);
+  int SendRequest(ipc::MsgType type, const ipc::Encoder& body, uint32_t* seq, std::span<const int> fds = {});
   // Receives the next message for `seq`, skipping any that belong to earlier
   // requests (say, a pipe that was abandoned). `timeout_ms` < 0 blocks;
   // ETIMEDOUT when nothing came in time.

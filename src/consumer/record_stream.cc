@@ -70,22 +70,25 @@ bool DeliverRecords(std::span<const uint8_t> run, RecordSink& sink) {
 
 }  // namespace
 
-RecordStream::RecordStream(ConsumerClient control, base::ScopedFd socket, std::unique_ptr<ipc::StreamRing> ring)
+RecordStream::RecordStream(ConsumerClient control, base::ScopedFd socket, std::unique_ptr<ipc::StreamRing> ring,
+                           bool writes_file)
     : control_(std::move(control)),
       socket_(std::move(socket)),
       ring_(std::move(ring)),
-      need_(sizeof(ipc::FrameHeader)) {}
+      need_(sizeof(ipc::FrameHeader)),
+      writes_file_(writes_file) {}
 
 base::ErrorOr<std::unique_ptr<RecordStream>> RecordStream::Open(const std::string& dir,
-                                                                const std::string& instance, bool pages) {
+                                                                const std::string& instance, bool pages,
+                                                                const ConsumerClient::PageFile* file) {
   auto control = ConsumerClient::Connect(dir);
   if (!control.ok()) return Errno{control.error()};
-  auto stream = control->OpenRecordStream(instance, pages);
+  auto stream = control->OpenRecordStream(instance, pages, file);
   if (!stream.ok()) return Errno{stream.error()};
   auto ring = ipc::StreamRing::Map(std::move(stream->ring));
   if (!ring.ok()) return Errno{ring.error()};
-  return std::unique_ptr<RecordStream>(
-      new RecordStream(std::move(control).value(), std::move(stream->socket), std::move(ring).value()));
+  return std::unique_ptr<RecordStream>(new RecordStream(std::move(control).value(), std::move(stream->socket),
+                                                       std::move(ring).value(), stream->writes_file));
 }
 
 int RecordStream::Poll(int timeout_ms, RecordSink& sink) {
@@ -177,6 +180,35 @@ bool RecordStream::DeliverFrames(RecordSink& sink) {
         if (page.cpu > UINT16_MAX || !sink.OnPage(static_cast<uint16_t>(page.cpu), bytes, counts)) return false;
         break;
       }
+      case ipc::FrameKind::kFilePage: {
+        ipc::PageFrame page;
+        if (!writes_file_ || body.size() < sizeof(page)) return false;
+        std::memcpy(&page, body.data(), sizeof(page));
+        const std::span<const uint8_t> bytes = body.subspan(sizeof(page));
+        if (bytes.size() != (page.only_type == 0 ? ipc::kStreamPageSize : 0) || page.cpu > UINT16_MAX) return false;
+        const PageCounts counts{page.events, page.only_type, page.data_bytes, page.lost_before};
+        if (!sink.OnFilePage(static_cast<uint16_t>(page.cpu), bytes, counts)) return false;
+        break;
+      }
+      case ipc::FrameKind::kFileProgress: {
+        ipc::FileProgress progress;
+        if (!writes_file_ || body.size() != sizeof(progress)) return false;
+        std::memcpy(&progress, body.data(), sizeof(progress));
+        if (progress.cpu > UINT16_MAX || !sink.OnPagesOnDisk(static_cast<uint16_t>(progress.cpu), progress.bytes)) {
+          return false;
+        }
+        break;
+      }
+      case ipc::FrameKind::kFileError: {
+        ipc::FileError error;
+        if (!writes_file_ || body.size() != sizeof(error)) return false;
+        std::memcpy(&error, body.data(), sizeof(error));
+        if (error.error <= 0 || !sink.OnFileError(error.error)) return false;
+        break;
+      }
+      case ipc::FrameKind::kFileSynced:
+        if (!writes_file_ || !body.empty() || !sink.OnFileSynced()) return false;
+        break;
       case ipc::FrameKind::kLost: {
         uint64_t count;
         if (body.size() != sizeof(count)) return false;

@@ -45,6 +45,28 @@ class RecordSink {
     (void)counts;
     return false;
   }
+  // A stream that writes its pages into the recorder's file (Open's `file`):
+  // the next page of `cpu`'s region, counted; `page` holds it only when its
+  // events are of several types (counts.only_type 0), else it is empty.
+  virtual bool OnFilePage(uint16_t cpu, std::span<const uint8_t> page, const PageCounts& counts) {
+    (void)cpu;
+    (void)page;
+    (void)counts;
+    return false;
+  }
+  // The first `bytes` of `cpu`'s region are on disk.
+  virtual bool OnPagesOnDisk(uint16_t cpu, uint64_t bytes) {
+    (void)cpu;
+    (void)bytes;
+    return false;
+  }
+  // The daemon could not write the file (an errno); later pages count as lost.
+  virtual bool OnFileError(int error) {
+    (void)error;
+    return false;
+  }
+  // Tracing has stopped and every page counted is on disk.
+  virtual bool OnFileSynced() { return false; }
 };
 
 class RecordStream {
@@ -53,8 +75,13 @@ class RecordStream {
   // on its own connection to the daemon at `dir` ("" = default dir); with
   // `pages`, records come to RecordSink::OnPage a page at a time. Errors:
   // those of ConsumerClient::Connect, ENOENT (no such instance), EACCES.
+  // With `file` as well, the daemon is asked to write the pages into that
+  // file itself (writes_file() says whether it does).
   static base::ErrorOr<std::unique_ptr<RecordStream>> Open(const std::string& dir, const std::string& instance,
-                                                           bool pages = false);
+                                                           bool pages = false,
+                                                           const ConsumerClient::PageFile* file = nullptr);
+
+  bool writes_file() const { return writes_file_; }
 
   int fd() const { return socket_.get(); }  // readable when the daemon pokes (for poll)
 
@@ -65,7 +92,8 @@ class RecordStream {
   int Poll(int timeout_ms, RecordSink& sink);
 
  private:
-  RecordStream(ConsumerClient control, base::ScopedFd socket, std::unique_ptr<ipc::StreamRing> ring);
+  RecordStream(ConsumerClient control, base::ScopedFd socket, std::unique_ptr<ipc::StreamRing> ring,
+               bool writes_file);
   // Hands the whole frames of the ring to `sink` and frees them; false on a
   // malformed frame. Sets need_ to the bytes the next frame needs.
   bool DeliverFrames(RecordSink& sink);
@@ -77,6 +105,7 @@ class RecordStream {
   std::unique_ptr<ipc::StreamRing> ring_;
   uint64_t need_;              // bytes of the ring the next frame needs at least
   bool hung_up_ = false;       // the daemon ended the stream
+  bool writes_file_;
   uint64_t bytes_received_ = 0;  // of the stream: how much a Poll has taken
 };
 

@@ -145,10 +145,22 @@ bool PathRequest::Decode(Decoder& d) {
   return d.ok();
 }
 
-void RecordStreamRequest::Encode(Encoder& e) const { e.PutBytes(instance).Put<uint8_t>(pages); }
+void RecordStreamRequest::Encode(Encoder& e) const {
+  e.PutBytes(instance).Put<uint8_t>(pages).Put(file_region_bytes).Put(file_cpus);
+}
 bool RecordStreamRequest::Decode(Decoder& d) {
   instance = d.GetBytes();
   pages = !d.Rest().empty() && d.Get<uint8_t>() != 0;
+  if (!d.Rest().empty()) {
+    file_region_bytes = d.Get<uint64_t>();
+    file_cpus = d.Get<uint32_t>();
+  }
+  return d.ok();
+}
+
+void RecordStreamReply::Encode(Encoder& e) const { e.Put<uint8_t>(writes_file); }
+bool RecordStreamReply::Decode(Decoder& d) {
+  writes_file = !d.Rest().empty() && d.Get<uint8_t>() != 0;  // an older daemon's reply is empty
   return d.ok();
 }
 

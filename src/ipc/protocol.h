@@ -203,10 +203,22 @@ struct MkdirRequest {
 
 // kRecordStream: `instance` names instances/<instance> ("" = top). With
 // `pages`, records come as ftrace pages (kPage frames) instead of kRecords;
-// an older client's request ends after the instance.
+// an older client's request ends after the instance. With `file_cpus` > 0
+// as well, the request carries the recorder's trace.dat file (SCM_RIGHTS),
+// whose cpu N pages go from (N + 1) * file_region_bytes on: the daemon
+// writes them there itself if it can (record_stream_format.h, kFilePage),
+// and says so in the reply's body (RecordStreamReply).
 struct RecordStreamRequest {
   std::string instance;
   bool pages = false;
+  uint64_t file_region_bytes = 0;
+  uint32_t file_cpus = 0;
+  void Encode(Encoder& e) const;
+  bool Decode(Decoder& d);
+};
+
+struct RecordStreamReply {
+  bool writes_file = false;  // the daemon writes the pages into the file it was given
   void Encode(Encoder& e) const;
   bool Decode(Decoder& d);
 };

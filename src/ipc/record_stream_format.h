@@ -25,6 +25,19 @@
 //   kPoolPage   a PageFrame alone: the same, with the page in the ring's
 //               pool (stream_ring.h), page `pool_slot`.
 //
+// A stream opened with the recorder's trace.dat file (RecordStreamRequest)
+// has the daemon write the pages into that file's cpu regions instead:
+//
+//   kFilePage   a PageFrame, counting the next page the daemon queued for
+//               the file in cpu `cpu`'s region; followed by the page itself
+//               when its events are of several types (only_type 0), for
+//               counting them by type.
+//   kFileProgress  a FileProgress: the region's first `bytes` are on disk.
+//   kFileError  a FileError: writing the file failed; nothing more is
+//               written, and later pages count as lost.
+//   kFileSynced (empty) the instance has stopped tracing and every page
+//               counted so far is on disk (its kFileProgress came first).
+//
 // RecordEntry is also how an instance buffer stores entries, so a run of them
 // goes to the socket without being rewritten.
 #pragma once
@@ -33,7 +46,18 @@
 
 namespace udiag::ipc {
 
-enum class FrameKind : uint32_t { kEventType = 1, kTask = 2, kRecords = 3, kLost = 4, kPage = 5, kPoolPage = 6 };
+enum class FrameKind : uint32_t {
+  kEventType = 1,
+  kTask = 2,
+  kRecords = 3,
+  kLost = 4,
+  kPage = 5,
+  kPoolPage = 6,
+  kFilePage = 7,
+  kFileProgress = 8,
+  kFileError = 9,
+  kFileSynced = 10,
+};
 
 struct FrameHeader {
   FrameKind kind;
@@ -63,6 +87,19 @@ struct PageFrame {
   uint64_t lost_before = 0;  // events lost just before it (marked on the page too)
 };
 static_assert(sizeof(PageFrame) == 32);
+struct FileProgress {
+  uint32_t cpu = 0;
+  uint32_t reserved = 0;
+  uint64_t bytes = 0;  // of the cpu's region, from its start
+};
+static_assert(sizeof(FileProgress) == 16);
+
+struct FileError {
+  int32_t error = 0;  // an errno
+  uint32_t reserved = 0;
+};
+static_assert(sizeof(FileError) == 8);
+
 // A page frame's body: the PageFrame, then the page (trace.dat's page size).
 inline constexpr uint32_t kStreamPageSize = 4096;
 inline constexpr uint32_t kPageFrameBytes = sizeof(PageFrame) + kStreamPageSize;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -70,6 +71,25 @@ class TraceWriter {
     (void)page;
     return false;
   }
+  // Where the recording daemon may write this writer's pages itself: the
+  // file and its cpu regions (trace.dat, where the file system allows
+  // regions: region_layout.h). None for other writers.
+  struct PageRegions {
+    int fd = -1;
+    uint64_t region_bytes = 0;
+    uint32_t cpus = 0;
+  };
+  virtual std::optional<PageRegions> RegionsForPages() const { return std::nullopt; }
+  // The daemon has written the first `bytes` of `cpu`'s region. False when
+  // that cannot be (no such region, or pages of that cpu came otherwise).
+  virtual bool PagesOnDisk(uint16_t cpu, uint64_t bytes) {
+    (void)cpu;
+    (void)bytes;
+    return false;
+  }
+  // The daemon's writes into the file failed with `error` (an errno): the
+  // file keeps what was on disk before, as after a write of our own failed.
+  virtual void PagesFailed(int error) { (void)error; }
   // Makes what was written so far survive the writer's process being killed
   // (a format that can: trace.dat). Called every few hundred ms; returns 0
   // or the errno that has stopped the file from growing.

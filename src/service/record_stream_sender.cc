@@ -41,14 +41,15 @@ uint16_t TypeOf(const ipc::RecordEntry& entry, const uint8_t* at) {
 
 RecordStreamSender::RecordStreamSender(base::ScopedFd socket, std::unique_ptr<ipc::StreamRing> ring,
                                        Instance* instance, const EventRegistry* registry, CommLookup comm,
-                                       bool pages)
+                                       bool pages, std::unique_ptr<PageFileWriter> file)
     : socket_(std::move(socket)),
       ring_(std::move(ring)),
       instance_(instance),
       registry_(registry),
       comm_(std::move(comm)),
       pages_(pages),
-      cpu_limit_(CpuLimit()) {
+      cpu_limit_(file ? std::min(CpuLimit(), file->cpus()) : CpuLimit()),
+      file_(std::move(file)) {
   for (uint64_t slot = ring_->pool_pages(); slot-- > 0;) free_pool_.push_back(static_cast<uint32_t>(slot));
   // Small frames, and what the ring had no room for of one batch.
   out_.reserve(kBatchBytes + ipc::kMaxFrameBytes);
@@ -135,6 +136,7 @@ int RecordStreamSender::PumpPages() {
   // Losses after the last record go out on their own only at the end:
   // until then the next page carries them.
   if (ending && unsent_since_ns_ == 0 && lost_pending_ > 0) AppendLost(std::exchange(lost_pending_, 0));
+  if (file_) ReportFile(ending);
   return SendPending();
 }
 
@@ -281,7 +283,62 @@ void RecordStreamSender::AppendPage(uint32_t cpu, CpuPage& page) {
                              .only_type = std::exchange(page.only_type, 0),
                              .data_bytes = page.encoder.data_bytes(),
                              .lost_before = page.encoder.lost_before()};
-  page.encoder.FinishInto(AppendPageFrame(frame));
+  if (!file_) {
+    page.encoder.FinishInto(AppendPageFrame(frame));
+    return;
+  }
+  uint8_t* const to = file_->Lend();
+  if (!to) {  // every page is on its way to the disk: as a full buffer drops
+    uint8_t scratch[ipc::kStreamPageSize];
+    page.encoder.FinishInto(scratch);
+    lost_pending_ += frame.lost_before + frame.events;
+    return;
+  }
+  page.encoder.FinishInto(to);
+  SendToFile(cpu, to, frame);
+}
+
+void RecordStreamSender::SendToFile(uint32_t cpu, uint8_t* page, const ipc::PageFrame& frame) {
+  if (!file_->Append(cpu, page)) {
+    lost_pending_ += frame.lost_before + frame.events;
+    return;
+  }
+  if (file_queued_since_ns_ == 0) file_queued_since_ns_ = base::MonotonicNs();
+  file_synced_ = false;
+  // A page of several types goes along, for the recorder to count them by type.
+  const bool with_page = frame.only_type == 0;
+  const uint32_t body = sizeof(frame) + (with_page ? ipc::kStreamPageSize : 0);
+  uint8_t* const to = FrameSpace(sizeof(ipc::FrameHeader) + body);
+  const ipc::FrameHeader header{ipc::FrameKind::kFilePage, body};
+  std::memcpy(to, &header, sizeof(header));
+  std::memcpy(to + sizeof(header), &frame, sizeof(frame));
+  if (with_page) std::memcpy(to + sizeof(header) + sizeof(frame), page, ipc::kStreamPageSize);
+}
+
+void RecordStreamSender::ReportFile(bool ending) {
+  // Pages that have waited kPageFlushNs are written however few, so that a
+  // quiet recording's pages reach the disk (and the recorder's header).
+  if (file_queued_since_ns_ != 0 && (ending || base::MonotonicNs() - file_queued_since_ns_ >= kPageFlushNs)) {
+    file_->SubmitAll();
+    file_queued_since_ns_ = 0;
+  }
+  progress_.clear();
+  file_->TakeProgress(&progress_);
+  for (const PageFileWriter::Progress& progress : progress_) {
+    ipc::FileProgress body{progress.cpu, 0, progress.bytes};
+    AppendFrame(ipc::FrameKind::kFileProgress, {reinterpret_cast<const uint8_t*>(&body), sizeof(body)});
+  }
+  if (const int error = file_->error(); error != 0 && !file_error_sent_) {
+    const ipc::FileError body{error, 0};
+    AppendFrame(ipc::FrameKind::kFileError, {reinterpret_cast<const uint8_t*>(&body), sizeof(body)});
+    file_error_sent_ = true;
+  }
+  if (!ending) {
+    file_synced_ = false;
+  } else if (!file_synced_ && unsent_since_ns_ == 0 && file_->Idle()) {
+    AppendFrame(ipc::FrameKind::kFileSynced, {});
+    file_synced_ = true;
+  }
 }
 
 uint32_t RecordStreamSender::PoolSlotOf(const uint8_t* page) const {
@@ -293,6 +350,7 @@ uint32_t RecordStreamSender::PoolSlotOf(const uint8_t* page) const {
 }
 
 uint8_t* RecordStreamSender::LendPage() {
+  if (file_) return file_->Lend();
   if (free_pool_.empty() && !pool_in_stream_.empty()) {
     ring_->Writable();  // reads the reader's tail
     while (!pool_in_stream_.empty() && pool_in_stream_.front().frame_end <= ring_->read_by_reader()) {
@@ -316,10 +374,16 @@ size_t RecordStreamSender::RoomFor(size_t record_bytes) {
   // Frames go into the ring while it has room (FrameSpace), then wait in out_.
   const uint64_t writable = ring_->Writable();
   const uint64_t ring_room = backlog == 0 && writable > unpublished_ ? writable - unpublished_ : 0;
-  return (ring_room + (capacity > backlog ? capacity - backlog : 0)) / cost;
+  const size_t room = (ring_room + (capacity > backlog ? capacity - backlog : 0)) / cost;
+  // Pages to the file: each record or page may close its cpu's page and bring its own.
+  return file_ ? std::min(room, file_->free_pages() / 2) : room;
 }
 
 void RecordStreamSender::GiveBackPage(const uint8_t* page) {
+  if (file_) {
+    if (file_->Owns(page)) file_->GiveBack(page);
+    return;
+  }
   if (const uint32_t slot = PoolSlotOf(page); slot != UINT32_MAX) free_pool_.push_back(slot);
 }
 
@@ -328,7 +392,7 @@ void RecordStreamSender::TakePage(const EntryMeta& meta, CheckedPage& page, uint
   const uint32_t pool_slot = PoolSlotOf(page.page);
   if (out_.size() - out_sent_ > instance_->buffer().capacity()) {
     lost_pending_ += page.events;  // the recorder is that far behind: as a full buffer drops
-    if (pool_slot != UINT32_MAX) free_pool_.push_back(pool_slot);
+    GiveBackPage(page.page);
     return;
   }
   for (uint32_t i = 0; i < page.type_count; ++i) {
@@ -351,6 +415,16 @@ void RecordStreamSender::TakePage(const EntryMeta& meta, CheckedPage& page, uint
                        .only_type = page.only_type,
                        .data_bytes = page.data_bytes,
                        .lost_before = lost};
+  if (file_) {
+    uint8_t* to = file_->Owns(page.page) ? page.page : file_->Lend();
+    if (!to) {
+      lost_pending_ += frame.lost_before + frame.events;
+      return;
+    }
+    if (to != page.page) std::memcpy(to, page.page, ipc::kStreamPageSize);
+    SendToFile(cpu, to, frame);
+    return;
+  }
   if (pool_slot != UINT32_MAX) {  // already where the reader reads it: only named
     frame.pool_slot = pool_slot;
     AppendFrame(ipc::FrameKind::kPoolPage, {reinterpret_cast<const uint8_t*>(&frame), sizeof(frame)});

@@ -13,6 +13,11 @@
 // instance stops tracing (the end of a recording). When it is the instance's
 // only reader it is the instance's RecordTaker: the drain loop hands it each
 // record, which goes into its page at once, and the buffer stays empty.
+//
+// With a PageFileWriter (a trace.dat recorder that handed over its file),
+// the pages go into the file from here (kFilePage frames only count them),
+// kFileProgress frames say how much of each cpu's region is on disk, and
+// kFileSynced says that everything taken is, once the instance stops tracing.
 #pragma once
 
 #include <sys/uio.h>
@@ -32,6 +37,7 @@
 #include "record/tracedat/page_encoder.h"
 #include "service/event_registry.h"
 #include "service/instance.h"
+#include "service/page_file_writer.h"
 
 namespace udiag::service {
 
@@ -41,7 +47,8 @@ class RecordStreamSender final : public RecordTaker {
   using CommLookup = std::function<std::string(uint32_t tid)>;
 
   RecordStreamSender(base::ScopedFd socket, std::unique_ptr<ipc::StreamRing> ring, Instance* instance,
-                     const EventRegistry* registry, CommLookup comm, bool pages = false);
+                     const EventRegistry* registry, CommLookup comm, bool pages = false,
+                     std::unique_ptr<PageFileWriter> file = nullptr);
 
   // How long a partly filled page may wait for more records (page mode).
   static constexpr uint64_t kPageFlushNs = 100'000'000;
@@ -73,7 +80,7 @@ class RecordStreamSender final : public RecordTaker {
   // page its cpu was filling, with the losses before it marked on it.
   void TakePage(const EntryMeta& meta, CheckedPage& page, uint64_t lost_before) override;
   // A free page of the stream's pool (page mode): a page checked there goes
-  // out in a kPoolPage frame, not copied.
+  // out in a kPoolPage frame, not copied; or to the file, when pages go there.
   uint8_t* LendPage() override;
   void GiveBackPage(const uint8_t* page) override;
   // Page mode: what the ring and the backlog's room (the instance buffer's
@@ -123,6 +130,13 @@ class RecordStreamSender final : public RecordTaker {
   uint8_t* FrameSpace(size_t bytes);
   // FrameSpace for a kPage frame, its header and PageFrame written.
   uint8_t* AppendPageFrame(const ipc::PageFrame& frame);
+  // File mode: queues `page` (the file writer's) for the file and counts it
+  // in a kFilePage frame (with the page when its events are of several
+  // types); if the file takes no more, its events count as lost.
+  void SendToFile(uint32_t cpu, uint8_t* page, const ipc::PageFrame& frame);
+  // File mode: what has reached the disk, a write error, and once the
+  // instance stops tracing, the rest written and kFileSynced.
+  void ReportFile(bool ending);
   // Sends the partly filled pages when they have waited long enough, or
   // every one when `all`.
   void FlushPages(bool all);
@@ -179,6 +193,14 @@ class RecordStreamSender final : public RecordTaker {
   std::deque<PoolPageSent> pool_in_stream_;
   // The slot of a pool page, or UINT32_MAX for any other memory.
   uint32_t PoolSlotOf(const uint8_t* page) const;
+
+  // File mode: the writer, what it reported last, and since when pages
+  // have waited to be submitted.
+  std::unique_ptr<PageFileWriter> file_;
+  std::vector<PageFileWriter::Progress> progress_;
+  bool file_synced_ = false;       // kFileSynced sent, and no page since
+  bool file_error_sent_ = false;
+  uint64_t file_queued_since_ns_ = 0;  // 0: nothing queued
 };
 
 }  // namespace udiag::service

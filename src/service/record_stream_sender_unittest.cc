@@ -1,8 +1,15 @@
 #include "service/record_stream_sender.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <thread>
 
 #include <algorithm>
 #include <array>
@@ -28,6 +35,13 @@ struct Decoded {
   std::vector<uint32_t> page_types;  // each page frame's only_type
   std::vector<uint32_t> pool_slots;  // of the kPoolPage frames
   uint64_t lost = 0;
+  // File mode: kFilePage frames by cpu (with the page when one came), the
+  // last kFileProgress by cpu, kFileSynced frames, the kFileError errno.
+  std::map<uint32_t, std::vector<std::vector<uint8_t>>> file_pages;
+  uint64_t file_page_events = 0;
+  std::map<uint32_t, uint64_t> on_disk;
+  int synced = 0;
+  int file_error = 0;
 };
 
 // A kPage frame's records, or a kPoolPage frame's (its page in `pool`),
@@ -99,6 +113,32 @@ Decoded Decode(const std::vector<uint8_t>& stream, const ipc::StreamRing* pool =
         if (!pool) return out;
         DecodePageFrame(body, frame.bytes, pool, &out);
         break;
+      case ipc::FrameKind::kFilePage: {
+        ipc::PageFrame page;
+        EXPECT_GE(frame.bytes, sizeof(page));
+        std::memcpy(&page, body, sizeof(page));
+        EXPECT_EQ(frame.bytes, sizeof(page) + (page.only_type == 0 ? ipc::kStreamPageSize : 0))
+            << "the page comes along only when its events are of several types";
+        out.file_pages[page.cpu].emplace_back(body + sizeof(page), body + frame.bytes);
+        out.file_page_events += page.events;
+        out.lost += page.lost_before;
+        ++out.pages;
+        break;
+      }
+      case ipc::FrameKind::kFileProgress: {
+        ipc::FileProgress progress;
+        std::memcpy(&progress, body, sizeof(progress));
+        EXPECT_GE(progress.bytes, out.on_disk[progress.cpu]) << "on disk only grows";
+        out.on_disk[progress.cpu] = progress.bytes;
+        break;
+      }
+      case ipc::FrameKind::kFileSynced: ++out.synced; break;
+      case ipc::FrameKind::kFileError: {
+        ipc::FileError error;
+        std::memcpy(&error, body, sizeof(error));
+        out.file_error = error.error;
+        break;
+      }
       case ipc::FrameKind::kRecords:
         ++out.record_frames;
         for (size_t off = 0; off < frame.bytes;) {
@@ -133,8 +173,11 @@ void ExpectOneThreadsRecordsInOrder(const Decoded& d, uint64_t count) {
 
 class SenderFixture : public ::testing::Test {
  protected:
-  // `pages`: page mode (ftrace pages) instead of record frames.
-  explicit SenderFixture(bool pages, uint64_t pool_pages = 0)
+  static constexpr uint64_t kRegionBytes = uint64_t{1} << 32;
+
+  // `pages`: page mode (ftrace pages) instead of record frames; `to_file`:
+  // the pages go into a file of two cpu regions of kRegionBytes.
+  explicit SenderFixture(bool pages, uint64_t pool_pages = 0, bool to_file = false)
       : pages_(pages), page_(std::move(StatusPage::Create(EventRegistry::kFirstId, 64)).value()), registry_(&page_, &observer_) {
     event_ = registry_.FindOrCreate("bench u64 seq; u64 b; u64 c; u64 d", false, false).value();
     int fds[2];
@@ -144,8 +187,16 @@ class SenderFixture : public ::testing::Test {
     auto ring = ipc::StreamRing::Create(ipc::StreamRing::kMinDataBytes, pool_pages);
     EXPECT_TRUE(ring.ok());
     ring_ = std::move(ipc::StreamRing::Map(base::ScopedFd(dup((*ring)->fd())))).value();
+    std::unique_ptr<PageFileWriter> file_writer;
+    if (to_file) {
+      std::string name = ::testing::TempDir() + "/sender_file_XXXXXX";
+      file_.Reset(::mkstemp(name.data()));
+      ::unlink(name.c_str());
+      wake_.Reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+      file_writer = std::move(PageFileWriter::Open(base::ScopedFd(::dup(file_.get())), kRegionBytes, 2, wake_.get())).value();
+    }
     sender_.emplace(base::ScopedFd(fds[0]), std::move(ring).value(), &instance_, &registry_,
-                    [](uint32_t) { return std::string("t"); }, pages);
+                    [](uint32_t) { return std::string("t"); }, pages, std::move(file_writer));
     instance_.buffer().set_capacity(16 << 20);  // room for the largest test's records
   }
 
@@ -193,7 +244,44 @@ class SenderFixture : public ::testing::Test {
     return ring_->Release(bytes.size());
   }
 
+  // File mode: ends tracing and reads until the sender says every page is
+  // on disk (10 s at most). Returns all that was read since the start.
+  Decoded EndAndReadUntilSynced() {
+    const int before = Decode(received_).synced;
+    instance_.set_tracing_on(false);
+    Decoded d;
+    d.synced = before;
+    for (int i = 0; i < 10000 && d.synced == before; ++i) {
+      sender_->Pump();
+      ReadAvailable();
+      d = Decode(received_);
+      if (d.synced == before) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(d.synced, before + 1);
+    return d;
+  }
+
+  // File mode: the seqs of `cpu`'s pages on disk, in file order.
+  std::vector<uint64_t> SeqsInFile(uint32_t cpu, uint64_t bytes) {
+    std::vector<uint64_t> seqs;
+    std::vector<uint8_t> page(ipc::kStreamPageSize);
+    for (uint64_t at = 0; at < bytes; at += page.size()) {
+      EXPECT_EQ(::pread(file_.get(), page.data(), page.size(), static_cast<off_t>((cpu + 1) * kRegionBytes + at)),
+                static_cast<ssize_t>(page.size()));
+      record::tracedat::DecodedPage decoded;
+      EXPECT_EQ(record::tracedat::DecodePage(page, 8, &decoded), 0);
+      for (const record::tracedat::PageRecord& r : decoded.records) {
+        uint64_t seq;
+        std::memcpy(&seq, r.data.data() + 8, sizeof(seq));
+        seqs.push_back(seq);
+      }
+    }
+    return seqs;
+  }
+
   const bool pages_;
+  base::ScopedFd file_;  // file mode: the recorder's file
+  base::ScopedFd wake_;
   StatusPage page_;
   RecordingObserver observer_;
   EventRegistry registry_;
@@ -600,6 +688,70 @@ TEST_F(PoolPageSenderTest, APageOutsideThePoolIsCopiedIntoTheStream) {
   Decoded d = Decode(received_, ring_.get());
   ExpectOneThreadsRecordsInOrder(d, 5);
   EXPECT_TRUE(d.pool_slots.empty());
+}
+
+// A trace.dat recording whose daemon writes the pages into the recorder's
+// file: the stream only counts them.
+class FileSenderTest : public SenderFixture {
+ protected:
+  FileSenderTest() : SenderFixture(true, 0, /*to_file=*/true) {}
+};
+
+TEST_F(FileSenderTest, PagesGoIntoTheFileAndTheStreamCountsThem) {
+  constexpr uint64_t kPerCpu = 30000;  // about 330 pages each: a full block and a part
+  AppendRecords(0, kPerCpu, 0);
+  AppendRecords(kPerCpu, kPerCpu, 1);
+  Decoded d = EndAndReadUntilSynced();
+  EXPECT_EQ(d.event_types, 1);
+  EXPECT_EQ(d.file_page_events, 2 * kPerCpu);
+  EXPECT_EQ(d.lost, 0u);
+  for (uint32_t cpu : {0u, 1u}) {
+    ASSERT_EQ(d.on_disk[cpu], d.file_pages[cpu].size() * ipc::kStreamPageSize) << "every page counted is on disk";
+    for (const auto& page : d.file_pages[cpu]) EXPECT_TRUE(page.empty()) << "pages of one type are only counted";
+    std::vector<uint64_t> seqs = SeqsInFile(cpu, d.on_disk[cpu]);
+    ASSERT_EQ(seqs.size(), kPerCpu);
+    for (uint64_t i = 0; i < kPerCpu; ++i) ASSERT_EQ(seqs[i], cpu * kPerCpu + i);
+  }
+}
+
+TEST_F(FileSenderTest, APageOfSeveralTypesComesWithItsPage) {
+  const Event* other = registry_.FindOrCreate("other u64 seq; u64 b; u64 c; u64 d", false, false).value();
+  for (uint64_t seq = 0; seq < 10; ++seq) {
+    auto record = Record(seq);
+    const auto type = static_cast<uint16_t>(seq % 2 ? other->id : event_->id);
+    std::memcpy(record.data(), &type, sizeof(type));
+    ASSERT_TRUE(instance_.buffer().Append({seq, 1, 2, 0}, record));
+  }
+  Decoded d = EndAndReadUntilSynced();
+  EXPECT_EQ(d.event_types, 2);
+  ASSERT_EQ(d.file_pages[0].size(), 1u);
+  std::vector<uint8_t> on_disk(ipc::kStreamPageSize);
+  ASSERT_EQ(::pread(file_.get(), on_disk.data(), on_disk.size(), static_cast<off_t>(kRegionBytes)),
+            static_cast<ssize_t>(on_disk.size()));
+  EXPECT_EQ(d.file_pages[0][0], on_disk) << "for the recorder to count it by type";
+}
+
+TEST_F(FileSenderTest, AFailedWriteIsReportedAndLaterPagesCountAsLost) {
+  // The file may not grow into cpu 0's region: its first write fails.
+  ::signal(SIGXFSZ, SIG_IGN);
+  rlimit old;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit limit = old;
+  limit.rlim_cur = kRegionBytes;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
+  AppendRecords(0, 1000);
+  Decoded d = EndAndReadUntilSynced();
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  EXPECT_EQ(d.file_error, EFBIG);
+  EXPECT_TRUE(d.on_disk.empty());
+  EXPECT_EQ(d.file_page_events, 1000u) << "counted when queued, as a recorder counts what it was sent";
+  // A later stretch of tracing: its pages cannot go anywhere.
+  instance_.set_tracing_on(true);
+  AppendRecords(1000, 1000);
+  ASSERT_EQ(sender_->Pump(), 0);
+  d = EndAndReadUntilSynced();
+  EXPECT_EQ(d.file_page_events, 1000u);
+  EXPECT_EQ(d.lost, 1000u);
 }
 
 }  // namespace

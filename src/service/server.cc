@@ -123,6 +123,9 @@ int Server::Init() {
   sigaddset(&mask, SIGINT);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // A recorder's file past our RLIMIT_FSIZE fails its write (EFBIG), which
+  // ends that recording; the signal would end the daemon.
+  signal(SIGXFSZ, SIG_IGN);
   signals_.Reset(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
   // Given up for a moment when accept() runs out of fds (OnOutOfFds).
   reserve_fd_.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -315,7 +318,7 @@ void Server::HandleMessage(Connection& conn, const std::vector<uint8_t>& bytes,
     case MsgType::kAutoEnable: err = OnAutoEnable(conn, body); break;
     case MsgType::kTreeMkdir: err = OnTreeMkdir(conn, body); break;
     case MsgType::kTreeRmdir: err = OnTreeRmdir(conn, body); break;
-    case MsgType::kRecordStream: err = OnRecordStream(conn, body, header.seq); replied = err == 0; break;
+    case MsgType::kRecordStream: err = OnRecordStream(conn, body, fds, header.seq); replied = err == 0; break;
     default: err = EOPNOTSUPP; break;
   }
   current_request_ = nullptr;

@@ -172,7 +172,7 @@ class Server : public EventRegistry::Observer {
   int OnAutoEnable(Connection& conn, ipc::Decoder& body);
   int OnTreeMkdir(Connection& conn, ipc::Decoder& body);
   int OnTreeRmdir(Connection& conn, ipc::Decoder& body);
-  int OnRecordStream(Connection& conn, ipc::Decoder& body, uint32_t seq);
+  int OnRecordStream(Connection& conn, ipc::Decoder& body, std::vector<base::ScopedFd>& fds, uint32_t seq);
   void ApplyAutoEnable(Connection& conn, Event& event);
   void ReleaseAutoEnables(Connection& conn);
   // Forgets every auto-enable that targets the removed instance `name`.

@@ -82,7 +82,7 @@ int Server::OnTreeRmdir(Connection& conn, ipc::Decoder& body) {
   return 0;
 }
 
-int Server::OnRecordStream(Connection& conn, ipc::Decoder& body, uint32_t seq) {
+int Server::OnRecordStream(Connection& conn, ipc::Decoder& body, std::vector<ScopedFd>& fds, uint32_t seq) {
   ipc::RecordStreamRequest req;
   if (!req.Decode(body)) return EPROTO;
   if (!conn.caller.consumer) return EACCES;
@@ -90,26 +90,36 @@ int Server::OnRecordStream(Connection& conn, ipc::Decoder& body, uint32_t seq) {
   if (!conn.outbox.empty()) return EAGAIN;  // the reply (with its fd) must not overtake queued messages
   Instance* instance = instances_->Find(req.instance);
   if (!instance) return ENOENT;
+  // A trace.dat recorder may hand over its file for the pages to go there
+  // from here. Anything else it sends (another kind of file, a bad layout)
+  // only means the pages come through the stream, as to an older daemon.
+  std::unique_ptr<PageFileWriter> file;
+  if (req.pages && req.file_cpus > 0 && fds.size() == 1) {
+    auto opened = PageFileWriter::Open(std::move(fds[0]), req.file_region_bytes, req.file_cpus, wake_.get());
+    if (opened.ok()) file = std::move(opened).value();
+  }
   // Records go through a shared ring; the socket carries wake-ups both ways.
   // A trace.dat recording's stream has a pool its pages are checked in, so
   // that they are not copied again: a drain round's pages (1024 at most)
-  // and those the recorder has yet to read.
+  // and those the recorder has yet to read. Pages that go to the file are
+  // checked in the file writer's pages instead.
   constexpr uint64_t kPoolPages = 4096;
-  auto ring = ipc::StreamRing::Create(ipc::StreamRing::kDefaultDataBytes, req.pages ? kPoolPages : 0);
+  auto ring = ipc::StreamRing::Create(ipc::StreamRing::kDefaultDataBytes, req.pages && !file ? kPoolPages : 0);
   if (!ring.ok()) return ring.error();
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) < 0) return errno;
   ScopedFd ours(pair[0]), theirs(pair[1]);
   if (int err = AddToEpoll(epoll_.get(), ours.get(), EPOLLIN, Pack(kRecordStream, conn.id))) return err;
   ipc::Encoder reply = ipc::StartMessage(ipc::MsgType::kReply, seq);
-  int fds[] = {theirs.get(), (*ring)->fd()};
-  if (int err = base::SendMessage(conn.fd.get(), reply.bytes(), fds)) {
+  ipc::RecordStreamReply{file != nullptr}.Encode(reply);
+  int reply_fds[] = {theirs.get(), (*ring)->fd()};
+  if (int err = base::SendMessage(conn.fd.get(), reply.bytes(), reply_fds)) {
     epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, ours.get(), nullptr);
     return err;
   }
-  conn.record_stream = std::make_unique<RecordStreamSender>(std::move(ours), std::move(ring).value(), instance,
-                                                            registry_.get(),
-                                                            [this](uint32_t tid) { return TaskComm(tid); }, req.pages);
+  conn.record_stream = std::make_unique<RecordStreamSender>(
+      std::move(ours), std::move(ring).value(), instance, registry_.get(),
+      [this](uint32_t tid) { return TaskComm(tid); }, req.pages, std::move(file));
   instance->AddRecordStream();
   // Its sole reader, recording trace.dat pages: records go straight into them.
   const bool sole_reader = instance->record_streams() == 1 && instance->readers() == 0;

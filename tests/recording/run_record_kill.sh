@@ -4,7 +4,8 @@
 # (up to the last checkpoint), and `udiag recover` keeps the complete pages
 # written after it and compacts the file; a killed CTF recording opens in
 # babeltrace2 once `udiag recover` has cut a torn packet. On a full disk (a 4 MB tmpfs) the
-# recorder says so, exits non-zero, and the file keeps what fit.
+# recorder says so, exits non-zero, and the file keeps what fit; so it does
+# when its daemon may not grow the file.
 # Usage: run_record_kill.sh BIN_DIR
 BIN_DIR="$1"
 UDIAG="$BIN_DIR/udiag"
@@ -70,7 +71,29 @@ ours=$("$UDIAG" report "$T/k.ctf" 2>/dev/null | grep -c 'counted:')
 [ "$ours" = "$ctf" ] || fail "udiag report shows $ours events of the killed CTF recording, babeltrace2 $ctf"
 echo "CTF after kill -9: $ctf events"
 
-# 3. A full disk.
+# 3. A daemon that may not make files that large (its RLIMIT_FSIZE, 1 GiB,
+# below the first cpu region of a trace.dat being recorded): its
+# write into the recorder's trace.dat fails, the recording ends saying so,
+# and the daemon lives on (SIGXFSZ would have ended it).
+kill $DAEMON; wait $DAEMON 2>/dev/null
+export UDIAG_DIR="$T/limited"
+(ulimit -f 1048576; exec "$BIN_DIR/udiagd" --dir "$T/limited") & DAEMON=$!
+i=0; while [ ! -S "$T/limited/control.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+start_recording "$T/limited.dat"
+i=0; while kill -0 $R 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+kill -0 $R 2>/dev/null && fail "the recording kept running though its file could not grow"
+wait $R; status=$?
+stop_producer
+cat "$T/record.err"
+[ $status -ne 0 ] || fail "the recording exited 0 though its file could not grow"
+grep -q "EFBIG" "$T/record.err" || fail "no message names EFBIG"
+kill -0 $DAEMON 2>/dev/null || fail "the daemon died of a file it could not grow"
+kill $DAEMON; wait $DAEMON 2>/dev/null
+export UDIAG_DIR="$T/d"
+"$BIN_DIR/udiagd" --dir "$T/d" & DAEMON=$!
+i=0; while [ ! -S "$T/d/control.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+
+# 4. A full disk.
 mkdir "$T/full"
 if ! mount -t tmpfs -o size=4m tmpfs "$T/full" 2>/dev/null; then
   [ "$(id -u)" != 0 ] || fail "cannot mount a small tmpfs as root"

@@ -98,6 +98,25 @@ class TraceDatWriter : public TraceWriter {
     }
   }
 
+  std::optional<PageRegions> RegionsForPages() const override {
+    if (!regions_) return std::nullopt;
+    return PageRegions{out_.get(), regions_->region_bytes, regions_->cpus};
+  }
+
+  bool PagesOnDisk(uint16_t cpu, uint64_t bytes) override {
+    if (!regions_ || cpu >= regions_->cpus || bytes % tracedat::kPageSize != 0 || bytes > regions_->region_bytes ||
+        (cpu < cpus_.size() && cpus_[cpu])) {
+      return false;
+    }
+    if (cpu >= on_disk_.size()) on_disk_.resize(cpu + 1);
+    on_disk_[cpu] = std::max(on_disk_[cpu], bytes);
+    return true;
+  }
+
+  void PagesFailed(int error) override {
+    if (error_ == 0) error_ = error;
+  }
+
   bool WritePage(uint16_t cpu, std::span<const uint8_t> page) override {
     if (page.size() != tracedat::kPageSize) return false;
     if (CpuSpool* spool = SpoolOf(cpu)) {
@@ -115,11 +134,8 @@ class TraceDatWriter : public TraceWriter {
     for (std::unique_ptr<CpuSpool>& spool : cpus_) {
       if (spool && InRegion(*spool)) spool->Flush();
     }
-    std::vector<tracedat::CpuData> table;
-    for (const std::unique_ptr<CpuSpool>& spool : cpus_) {
-      bool named = spool && InRegion(*spool) && spool->size() > 0;
-      table.push_back(named ? tracedat::CpuData{spool->offset(), spool->size()} : tracedat::CpuData{});
-    }
+    std::vector<tracedat::CpuData> table(std::max(cpus_.size(), on_disk_.size()));
+    for (size_t cpu = 0; cpu < table.size(); ++cpu) table[cpu] = RegionData(cpu, /*written_only=*/false);
     std::string header = Header(info, CpuCount(info), LostAtEnd(info), table, /*under_way=*/true);
     std::string twin(tracedat::kPageSize, '\0');
     std::memcpy(twin.data(), tracedat::kHeaderBackupMagic, sizeof tracedat::kHeaderBackupMagic);
@@ -150,7 +166,16 @@ class TraceDatWriter : public TraceWriter {
   }
 
   uint32_t CpuCount(const TraceInfo& info) const {
-    return std::max<uint32_t>(info.cpus, static_cast<uint32_t>(cpus_.size()));
+    return std::max<uint32_t>(info.cpus, static_cast<uint32_t>(std::max(cpus_.size(), on_disk_.size())));
+  }
+
+  // A cpu's pages in its region, as a header names them: the daemon's on
+  // disk, or our own spool's (queued, or only those written).
+  tracedat::CpuData RegionData(size_t cpu, bool written_only) const {
+    if (cpu < on_disk_.size() && on_disk_[cpu] > 0) return {regions_->CpuOffset(static_cast<uint32_t>(cpu)), on_disk_[cpu]};
+    if (cpu >= cpus_.size() || !cpus_[cpu] || !InRegion(*cpus_[cpu])) return {};
+    const uint64_t size = written_only ? cpus_[cpu]->written() : cpus_[cpu]->size();
+    return size > 0 ? tracedat::CpuData{cpus_[cpu]->offset(), size} : tracedat::CpuData{};
   }
 
   uint64_t LostAtEnd(const TraceInfo& info) const {
@@ -168,6 +193,8 @@ class TraceDatWriter : public TraceWriter {
 
   // The spool of `cpu`, created on first use; null after an error.
   CpuSpool* SpoolOf(uint16_t cpu) {
+    // A region the daemon writes into takes nothing from us.
+    if (error_ == 0 && cpu < on_disk_.size() && on_disk_[cpu] > 0) error_ = EPROTO;
     if (error_ != 0) return nullptr;
     if (cpu >= cpus_.size()) cpus_.resize(cpu + 1);
     std::unique_ptr<CpuSpool>& spool = cpus_[cpu];
@@ -211,9 +238,7 @@ class TraceDatWriter : public TraceWriter {
   // every page written before it.
   int FinishRegions(const TraceInfo& info, uint32_t cpu_count, uint64_t lost_at_end) {
     std::vector<tracedat::CpuData> table(cpu_count);
-    for (size_t cpu = 0; cpu < cpu_count; ++cpu) {
-      if (cpus_[cpu] && InRegion(*cpus_[cpu])) table[cpu] = {cpus_[cpu]->offset(), cpus_[cpu]->written()};
-    }
+    for (size_t cpu = 0; cpu < cpu_count; ++cpu) table[cpu] = RegionData(cpu, /*written_only=*/true);
     auto publish_under_way = [&](const std::vector<tracedat::CpuData>& now) {
       return tracedat::WriteHeaderBytes(out_.get(), Header(info, cpu_count, lost_at_end, now, true), 0);
     };
@@ -355,6 +380,7 @@ class TraceDatWriter : public TraceWriter {
   std::vector<Task> tasks_;
   BlockWriter blocks_;  // before the spools, which hand their blocks back to it
   std::vector<std::unique_ptr<CpuSpool>> cpus_;
+  std::vector<uint64_t> on_disk_;  // by cpu: bytes the daemon wrote into its region
   int error_ = 0;  // the first failure; Finish returns it
 };
 

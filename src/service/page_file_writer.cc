@@ -1,0 +1,255 @@
+#include "service/page_file_writer.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <new>
+
+namespace udiag::service {
+namespace {
+
+constexpr size_t kChunkBytes = 2 << 20;  // a huge page
+constexpr size_t kPagesPerChunk = kChunkBytes / PageFileWriter::kPageBytes;
+static_assert(PageFileWriter::kMaxPages % kPagesPerChunk == 0);
+constexpr uint64_t kMinRegionBytes = uint64_t{1} << 32;
+
+bool DirectIoOn(int fd) {
+  int flags = ::fcntl(fd, F_GETFL);
+  return flags >= 0 && (flags & O_DIRECT) != 0;
+}
+
+}  // namespace
+
+base::ErrorOr<std::unique_ptr<PageFileWriter>> PageFileWriter::Open(base::ScopedFd fd, uint64_t region_bytes,
+                                                                   uint32_t cpus, int wake_fd) {
+  struct stat st;
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || flags < 0 || (flags & O_ACCMODE) == O_RDONLY ||
+      (flags & O_APPEND) != 0) {
+    return base::Errno{EBADF};
+  }
+  if (region_bytes < kMinRegionBytes || (region_bytes & (region_bytes - 1)) != 0 || cpus == 0 || cpus > 4096 ||
+      region_bytes > (uint64_t{1} << 63) / (cpus + 1)) {
+    return base::Errno{EINVAL};
+  }
+  auto shared = std::make_shared<Shared>();
+  shared->fd = std::move(fd);
+  shared->wake_fd = wake_fd;
+  shared->on_disk.assign(cpus, 0);
+  shared->grew.assign(cpus, false);
+  return std::unique_ptr<PageFileWriter>(new PageFileWriter(std::move(shared), region_bytes, cpus));
+}
+
+PageFileWriter::PageFileWriter(std::shared_ptr<Shared> shared, uint64_t region_bytes, uint32_t cpus)
+    : shared_(std::move(shared)), region_bytes_(region_bytes), cpus_(cpus), queued_(cpus) {
+  thread_ = std::thread(Run, shared_);
+}
+
+PageFileWriter::~PageFileWriter() {
+  bool writing;
+  {
+    std::lock_guard lock(shared_->mutex);
+    shared_->stopping = true;
+    shared_->queue.clear();
+    writing = shared_->writing;
+  }
+  shared_->changed.notify_all();
+  // A write to a stalled file system must not stall the daemon: the thread
+  // ends once it returns, and frees the pages then.
+  if (writing) {
+    thread_.detach();
+  } else {
+    thread_.join();
+  }
+}
+
+uint8_t* PageFileWriter::Lend() {
+  if (current_ >= use_.size() || use_[current_].cut == kPagesPerChunk) {
+    TakeBackWritten();
+    // A chunk all of whose pages are free again, or a new one.
+    auto free = std::find_if(use_.begin(), use_.end(), [](const ChunkUse& use) { return use.held == 0; });
+    if (free != use_.end()) {
+      free->cut = 0;
+      current_ = static_cast<size_t>(free - use_.begin());
+    } else if (use_.size() < kMaxPages / kPagesPerChunk) {
+      // Huge pages where the kernel has them: direct I/O pins a write's
+      // memory, 2 MiB at a time instead of 4 KiB.
+      void* memory = std::aligned_alloc(kChunkBytes, kChunkBytes);
+      if (!memory) throw std::bad_alloc();
+      ::madvise(memory, kChunkBytes, MADV_HUGEPAGE);
+      {
+        std::lock_guard lock(shared_->mutex);
+        shared_->chunks.emplace_back(static_cast<uint8_t*>(memory), std::free);
+      }
+      use_.emplace_back();
+      current_ = use_.size() - 1;
+    } else {
+      SubmitAll();  // what waits to be written frees its chunks soonest
+      return nullptr;
+    }
+  }
+  ChunkUse& use = use_[current_];
+  ++use.held;
+  return shared_->chunks[current_].get() + kPageBytes * use.cut++;
+}
+
+int PageFileWriter::ChunkOf(const uint8_t* page) const {
+  // Only this thread adds chunks: reading them needs no lock.
+  for (size_t i = 0; i < shared_->chunks.size(); ++i) {
+    const uint8_t* chunk = shared_->chunks[i].get();
+    if (page >= chunk && page < chunk + kChunkBytes) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool PageFileWriter::Owns(const uint8_t* page) const { return ChunkOf(page) >= 0; }
+
+void PageFileWriter::Release(const uint8_t* page) { --use_[static_cast<size_t>(ChunkOf(page))].held; }
+
+void PageFileWriter::GiveBack(const uint8_t* page) { Release(page); }
+
+bool PageFileWriter::Append(uint32_t cpu, uint8_t* page) {
+  CpuQueue& queue = queued_[cpu];
+  if (error_ == 0) error_ = error();
+  if (error_ == 0 && queue.submitted + (queue.pages.size() + 1) * kPageBytes > region_bytes_) error_ = EFBIG;
+  if (error_ != 0) {
+    Release(page);
+    return false;
+  }
+  queue.pages.push_back(page);
+  if (queue.pages.size() == kBlockPages) Submit(cpu);
+  return true;
+}
+
+void PageFileWriter::SubmitAll() {
+  for (uint32_t cpu = 0; cpu < cpus_; ++cpu) {
+    if (!queued_[cpu].pages.empty()) Submit(cpu);
+  }
+}
+
+void PageFileWriter::Submit(uint32_t cpu) {
+  CpuQueue& queue = queued_[cpu];
+  Job job{cpu, (uint64_t{cpu} + 1) * region_bytes_ + queue.submitted, 0, std::move(queue.pages)};
+  queue.pages.clear();
+  queue.submitted += job.pages.size() * kPageBytes;
+  job.end = queue.submitted;
+  {
+    std::lock_guard lock(shared_->mutex);
+    shared_->queue.push_back(std::move(job));
+  }
+  shared_->changed.notify_all();
+}
+
+size_t PageFileWriter::free_pages() {
+  TakeBackWritten();
+  size_t pages = (kMaxPages / kPagesPerChunk - use_.size()) * kPagesPerChunk;
+  for (size_t i = 0; i < use_.size(); ++i) {
+    if (i == current_) {
+      pages += kPagesPerChunk - use_[i].cut;
+    } else if (use_[i].held == 0) {
+      pages += kPagesPerChunk;
+    }
+  }
+  return pages;
+}
+
+bool PageFileWriter::Idle() {
+  for (const CpuQueue& queue : queued_) {
+    if (!queue.pages.empty()) return false;
+  }
+  std::lock_guard lock(shared_->mutex);
+  return shared_->queue.empty() && !shared_->writing;
+}
+
+int PageFileWriter::error() {
+  if (error_ != 0) return error_;
+  std::lock_guard lock(shared_->mutex);
+  return shared_->error;
+}
+
+void PageFileWriter::TakeProgress(std::vector<Progress>* out) {
+  std::lock_guard lock(shared_->mutex);
+  for (uint32_t cpu = 0; cpu < cpus_; ++cpu) {
+    if (!shared_->grew[cpu]) continue;
+    shared_->grew[cpu] = false;
+    out->push_back({cpu, shared_->on_disk[cpu]});
+  }
+}
+
+void PageFileWriter::TakeBackWritten() {
+  std::lock_guard lock(shared_->mutex);
+  for (const uint8_t* page : shared_->written_pages) Release(page);
+  shared_->written_pages.clear();
+}
+
+void PageFileWriter::Run(std::shared_ptr<Shared> shared) {
+  std::unique_lock lock(shared->mutex);
+  for (;;) {
+    shared->changed.wait(lock, [&] { return shared->stopping || !shared->queue.empty(); });
+    if (shared->stopping) return;
+    Job job = std::move(shared->queue.front());
+    shared->queue.pop_front();
+    shared->writing = true;
+    const bool failed_before = shared->error != 0;
+    lock.unlock();
+    // After a failure nothing more is written: each region on disk stays a
+    // prefix of its pages, as the recorder's header says.
+    const int error = failed_before ? 0 : WriteJob(shared->fd.get(), job);
+    lock.lock();
+    shared->writing = false;
+    if (error != 0 && shared->error == 0) shared->error = error;
+    if (!failed_before && error == 0) {
+      shared->on_disk[job.cpu] = job.end;
+      shared->grew[job.cpu] = true;
+    }
+    shared->written_pages.insert(shared->written_pages.end(), job.pages.begin(), job.pages.end());
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(shared->wake_fd, &one, sizeof(one));
+  }
+}
+
+int PageFileWriter::WriteJob(int fd, const Job& job) {
+  // Pages next to each other in memory go as one piece: the kernel pins
+  // and maps a piece at a time.
+  std::vector<iovec> iov;
+  iov.reserve(job.pages.size());
+  for (uint8_t* page : job.pages) {
+    if (!iov.empty() && static_cast<uint8_t*>(iov.back().iov_base) + iov.back().iov_len == page) {
+      iov.back().iov_len += kPageBytes;
+    } else {
+      iov.push_back({page, kPageBytes});
+    }
+  }
+  size_t first = 0;  // iov[first] onwards is still to write
+  uint64_t offset = job.offset;
+  while (first < iov.size()) {
+    const int count = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
+    ssize_t n = ::pwritev(fd, iov.data() + first, count, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINVAL && DirectIoOn(fd)) {
+      // Some file systems accept O_DIRECT at open and refuse the write.
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_DIRECT);
+      continue;
+    }
+    if (n < 0) return errno;
+    if (n == 0) return EIO;
+    offset += static_cast<uint64_t>(n);
+    // Past whole pages; a partial one is trimmed and finished next time.
+    for (size_t done = static_cast<size_t>(n); done > 0 && first < iov.size();) {
+      const size_t step = std::min(done, iov[first].iov_len);
+      iov[first].iov_base = static_cast<uint8_t*>(iov[first].iov_base) + step;
+      iov[first].iov_len -= step;
+      done -= step;
+      if (iov[first].iov_len == 0) ++first;
+    }
+  }
+  return 0;
+}
+
+}  // namespace udiag::service

@@ -1,0 +1,132 @@
+// The daemon's writer of a trace.dat recording's pages straight into the
+// recorder's own file (handed over with SCM_RIGHTS), so that the recorder
+// never copies a page: it keeps the file's layout (record/tracedat/
+// region_layout.h: cpu N's pages from (N + 1) * region_bytes on) and learns
+// from the stream how much of each region is on disk.
+//
+// Pages live in the daemon's own memory, in transparent huge pages, and go
+// to the file in gathered direct-I/O writes of up to kBlockPages from a
+// thread of their own, so a slow disk never stalls the drain loop. A write
+// from scattered 4 KiB pages is a request segment per page, and a virtual
+// disk takes those at a third of its speed; so pages are lent in address
+// order from one huge page at a time, which is reused only once all of its
+// pages are written: a thread's run of pages stays one segment.
+// The file is the recorder's: whatever it is, a write error or a stall only
+// ends or slows that recording.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/error_or.h"
+#include "base/scoped_fd.h"
+
+namespace udiag::service {
+
+class PageFileWriter {
+ public:
+  static constexpr size_t kPageBytes = 4096;
+  // Pages per write (1 MiB), and in all per recording (16 MiB, what the
+  // stream's pool held before).
+  static constexpr size_t kBlockPages = 256;
+  static constexpr size_t kMaxPages = 4096;
+
+  struct Progress {
+    uint32_t cpu;
+    uint64_t bytes;  // of the cpu's region, on disk
+  };
+
+  // Errors: EBADF unless `fd` is a regular file open for writing without
+  // O_APPEND; EINVAL unless region_bytes is a power of two of at least
+  // 4 GiB and 1 <= cpus <= 4096 with every region below 2^63. `wake_fd`
+  // (an eventfd, not owned) is written once a write ends.
+  static base::ErrorOr<std::unique_ptr<PageFileWriter>> Open(base::ScopedFd fd, uint64_t region_bytes,
+                                                             uint32_t cpus, int wake_fd);
+  // Writes already started finish on their own; queued ones are dropped.
+  ~PageFileWriter();
+  PageFileWriter(const PageFileWriter&) = delete;
+  PageFileWriter& operator=(const PageFileWriter&) = delete;
+
+  uint32_t cpus() const { return cpus_; }
+
+  // A free page (kPageBytes, aligned), or null when no huge page is free
+  // (every one has pages lent, queued or being written); the queued ones
+  // are then submitted.
+  uint8_t* Lend();
+  bool Owns(const uint8_t* page) const;
+  void GiveBack(const uint8_t* page);
+  // Queues a lent page as `cpu`'s next one (cpu < cpus()). False, with the
+  // page given back, once the file takes no more: a write failed or the
+  // region is full (error() says which).
+  bool Append(uint32_t cpu, uint8_t* page);
+  // Starts writing every cpu's queued pages, however few.
+  void SubmitAll();
+  // Pages Lend can give for certain, counting those whose writes have ended.
+  size_t free_pages();
+  // Nothing queued and nothing being written.
+  bool Idle();
+  // The first errno a write met (EFBIG: a region is full), or 0.
+  int error();
+  // The cpus whose bytes on disk grew since the last call.
+  void TakeProgress(std::vector<Progress>* out);
+
+ private:
+  struct Job {
+    uint32_t cpu;
+    uint64_t offset;
+    uint64_t end;  // the cpu's bytes once written
+    std::vector<uint8_t*> pages;
+  };
+  // What the writing thread shares with us; it outlives us while a write
+  // is under way (the thread holds it).
+  struct Shared {
+    base::ScopedFd fd;
+    int wake_fd = -1;
+    std::vector<std::unique_ptr<uint8_t, void (*)(void*)>> chunks;  // the huge pages that pages are cut from
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::deque<Job> queue;
+    std::vector<uint8_t*> written_pages;  // free again, not yet taken back
+    std::vector<uint64_t> on_disk;        // by cpu
+    std::vector<bool> grew;               // by cpu, since TakeProgress
+    bool writing = false;
+    bool stopping = false;
+    int error = 0;
+  };
+
+  PageFileWriter(std::shared_ptr<Shared> shared, uint64_t region_bytes, uint32_t cpus);
+  static void Run(std::shared_ptr<Shared> shared);
+  static int WriteJob(int fd, const Job& job);
+  void Submit(uint32_t cpu);
+  void TakeBackWritten();
+  // The chunk `page` is cut from, or -1.
+  int ChunkOf(const uint8_t* page) const;
+  void Release(const uint8_t* page);
+
+  std::shared_ptr<Shared> shared_;
+  const uint64_t region_bytes_;
+  const uint32_t cpus_;
+  // Per chunk (as in shared_->chunks): pages cut so far, and of those the
+  // ones not free again; pages are cut from `current_`.
+  struct ChunkUse {
+    uint32_t cut = 0;
+    uint32_t held = 0;
+  };
+  std::vector<ChunkUse> use_;
+  size_t current_ = 0;
+  struct CpuQueue {
+    std::vector<uint8_t*> pages;  // not submitted yet
+    uint64_t submitted = 0;       // bytes of the region given to writes
+  };
+  std::vector<CpuQueue> queued_;
+  int error_ = 0;  // as error(), once seen (or EFBIG, found here)
+  std::thread thread_;
+};
+
+}  // namespace udiag::service

@@ -1,0 +1,186 @@
+#include "service/page_file_writer.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace udiag::service {
+namespace {
+
+constexpr uint64_t kRegionBytes = uint64_t{1} << 32;
+constexpr size_t kPage = PageFileWriter::kPageBytes;
+
+// An unlinked file in the build's temporary directory, open for writing.
+base::ScopedFd TemporaryFile(int flags = O_RDWR) {
+  std::string name = ::testing::TempDir() + "/page_file_XXXXXX";
+  int fd = ::mkstemp(name.data());
+  EXPECT_GE(fd, 0);
+  ::unlink(name.c_str());
+  if (flags == O_RDWR) return base::ScopedFd(fd);
+  base::ScopedFd reopened(::open(("/proc/self/fd/" + std::to_string(fd)).c_str(), flags));
+  ::close(fd);
+  return reopened;
+}
+
+class PageFileWriterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    wake_.Reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    base::ScopedFd fd = TemporaryFile();
+    file_ = fd.get();
+    auto opened = PageFileWriter::Open(base::ScopedFd(::dup(fd.get())), kRegionBytes, 2, wake_.get());
+    ASSERT_TRUE(opened.ok()) << opened.error();
+    writer_ = std::move(opened).value();
+    kept_ = std::move(fd);
+  }
+
+  // A lent page filled with `mark`.
+  uint8_t* PageMarked(uint8_t mark) {
+    uint8_t* page = writer_->Lend();
+    EXPECT_NE(page, nullptr);
+    if (page) std::memset(page, mark, kPage);
+    return page;
+  }
+
+  // Waits (10 s at most) until nothing is queued or being written.
+  void WaitIdle() {
+    for (int i = 0; i < 10000 && !writer_->Idle(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_TRUE(writer_->Idle());
+  }
+
+  // The mark of page `index` of `cpu`'s region.
+  uint8_t MarkAt(uint32_t cpu, uint64_t index) {
+    uint8_t page[kPage];
+    EXPECT_EQ(::pread(file_, page, kPage, static_cast<off_t>((cpu + 1) * kRegionBytes + index * kPage)),
+              static_cast<ssize_t>(kPage));
+    for (size_t i = 1; i < kPage; ++i) EXPECT_EQ(page[i], page[0]) << "a whole page";
+    return page[0];
+  }
+
+  base::ScopedFd wake_;
+  base::ScopedFd kept_;
+  int file_ = -1;
+  std::unique_ptr<PageFileWriter> writer_;
+};
+
+TEST_F(PageFileWriterTest, PagesGoToTheirCpusRegionInOrder) {
+  for (uint8_t i = 0; i < 10; ++i) ASSERT_TRUE(writer_->Append(i % 3 == 0 ? 1 : 0, PageMarked(i + 1)));
+  writer_->SubmitAll();
+  WaitIdle();
+  std::vector<PageFileWriter::Progress> progress;
+  writer_->TakeProgress(&progress);
+  ASSERT_EQ(progress.size(), 2u);
+  EXPECT_EQ(progress[0].cpu, 0u);
+  EXPECT_EQ(progress[0].bytes, 6 * kPage);
+  EXPECT_EQ(progress[1].cpu, 1u);
+  EXPECT_EQ(progress[1].bytes, 4 * kPage);
+  const uint8_t cpu0[] = {2, 3, 5, 6, 8, 9}, cpu1[] = {1, 4, 7, 10};
+  for (size_t i = 0; i < sizeof(cpu0); ++i) EXPECT_EQ(MarkAt(0, i), cpu0[i]);
+  for (size_t i = 0; i < sizeof(cpu1); ++i) EXPECT_EQ(MarkAt(1, i), cpu1[i]);
+  progress.clear();
+  writer_->TakeProgress(&progress);
+  EXPECT_TRUE(progress.empty()) << "only what grew since";
+  uint64_t wakes = 0;
+  EXPECT_EQ(::read(wake_.get(), &wakes, sizeof(wakes)), static_cast<ssize_t>(sizeof(wakes)));
+  EXPECT_GE(wakes, 1u) << "the daemon's loop is woken when a write ends";
+}
+
+TEST_F(PageFileWriterTest, AFullBlockIsWrittenUnasked) {
+  for (size_t i = 0; i < PageFileWriter::kBlockPages; ++i) ASSERT_TRUE(writer_->Append(0, PageMarked(7)));
+  WaitIdle();
+  std::vector<PageFileWriter::Progress> progress;
+  writer_->TakeProgress(&progress);
+  ASSERT_EQ(progress.size(), 1u);
+  EXPECT_EQ(progress[0].bytes, PageFileWriter::kBlockPages * kPage);
+  EXPECT_EQ(MarkAt(0, PageFileWriter::kBlockPages - 1), 7);
+}
+
+TEST_F(PageFileWriterTest, PagesAreLentInAddressOrderAndAHugePageReusedOnlyWhenAllFree) {
+  constexpr size_t kPerChunk = (2 << 20) / kPage;
+  std::vector<uint8_t*> first;
+  for (size_t i = 0; i < kPerChunk; ++i) {
+    first.push_back(writer_->Lend());
+    if (i > 0) {
+      ASSERT_EQ(first[i], first[i - 1] + kPage) << "one run of memory, for one write segment";
+    }
+  }
+  for (size_t i = 1; i < kPerChunk; ++i) writer_->GiveBack(first[i]);
+  std::vector<uint8_t*> second;
+  for (size_t i = 0; i < kPerChunk; ++i) second.push_back(writer_->Lend());
+  EXPECT_FALSE(second[0] >= first[0] && second[0] < first[0] + kPerChunk * kPage)
+      << "a huge page with a page still lent is not cut again";
+  writer_->GiveBack(first[0]);
+  EXPECT_EQ(writer_->Lend(), first[0]) << "now it is all free";
+}
+
+TEST_F(PageFileWriterTest, LendsNoMoreThanMaxPagesAndCountsWhatIsFree) {
+  EXPECT_EQ(writer_->free_pages(), PageFileWriter::kMaxPages);
+  std::vector<uint8_t*> lent;
+  for (size_t i = 0; i < PageFileWriter::kMaxPages; ++i) {
+    lent.push_back(writer_->Lend());
+    ASSERT_NE(lent.back(), nullptr) << i;
+  }
+  EXPECT_EQ(writer_->free_pages(), 0u);
+  EXPECT_EQ(writer_->Lend(), nullptr);
+  for (uint8_t* page : lent) writer_->GiveBack(page);
+  EXPECT_EQ(writer_->free_pages(), PageFileWriter::kMaxPages - (2 << 20) / kPage)
+      << "all but the huge page being cut, whose cut pages are not counted";
+  for (size_t i = 0; i < (2 << 20) / kPage; ++i) EXPECT_NE(writer_->Lend(), nullptr);
+}
+
+TEST_F(PageFileWriterTest, AFailedWriteStopsTheFileAndIsReported) {
+  // The file may not grow past the first page of cpu 0's region: the second
+  // page's write fails (EFBIG), and so do all later ones, unwritten.
+  ::signal(SIGXFSZ, SIG_IGN);
+  rlimit old;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit limit = old;
+  limit.rlim_cur = kRegionBytes + kPage;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
+  ASSERT_TRUE(writer_->Append(0, PageMarked(1)));
+  writer_->SubmitAll();
+  WaitIdle();
+  ASSERT_TRUE(writer_->Append(0, PageMarked(2)));
+  ASSERT_TRUE(writer_->Append(0, PageMarked(3)));
+  writer_->SubmitAll();
+  WaitIdle();
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  EXPECT_EQ(writer_->error(), EFBIG);
+  std::vector<PageFileWriter::Progress> progress;
+  writer_->TakeProgress(&progress);
+  ASSERT_EQ(progress.size(), 1u);
+  EXPECT_EQ(progress[0].bytes, kPage) << "only the write that succeeded counts";
+  EXPECT_FALSE(writer_->Append(1, PageMarked(4))) << "nothing more is written, on any cpu";
+  EXPECT_EQ(writer_->free_pages(), PageFileWriter::kMaxPages - 4) << "pages of failed writes are free again";
+}
+
+TEST(PageFileWriterOpenTest, RefusesWhatItCannotWriteRegionsInto) {
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  ::close(pipe_fds[1]);
+  auto open = [](base::ScopedFd fd, uint64_t region_bytes, uint32_t cpus) {
+    auto opened = PageFileWriter::Open(std::move(fd), region_bytes, cpus, -1);
+    return opened.ok() ? 0 : opened.error();
+  };
+  EXPECT_EQ(open(base::ScopedFd(pipe_fds[0]), kRegionBytes, 2), EBADF) << "not a regular file";
+  EXPECT_EQ(open(TemporaryFile(O_RDONLY), kRegionBytes, 2), EBADF) << "not open for writing";
+  EXPECT_EQ(open(TemporaryFile(O_WRONLY | O_APPEND), kRegionBytes, 2), EBADF) << "appends ignore the offset";
+  EXPECT_EQ(open(TemporaryFile(), kRegionBytes / 2, 2), EINVAL) << "regions are at least 4 GiB";
+  EXPECT_EQ(open(TemporaryFile(), kRegionBytes + kPage, 2), EINVAL) << "a power of two";
+  EXPECT_EQ(open(TemporaryFile(), kRegionBytes, 0), EINVAL);
+  EXPECT_EQ(open(TemporaryFile(), uint64_t{1} << 62, 2), EINVAL) << "the last region would pass 2^63";
+  EXPECT_EQ(open(TemporaryFile(O_WRONLY), kRegionBytes, 2), 0);
+}
+
+}  // namespace
+}  // namespace udiag::service
