@@ -698,7 +698,7 @@ class FileSenderTest : public SenderFixture {
 };
 
 TEST_F(FileSenderTest, PagesGoIntoTheFileAndTheStreamCountsThem) {
-  constexpr uint64_t kPerCpu = 30000;  // about 330 pages each: a full block and a part
+  constexpr uint64_t kPerCpu = 100000;  // 92 a page: a full block of pages and a part
   AppendRecords(0, kPerCpu, 0);
   AppendRecords(kPerCpu, kPerCpu, 1);
   Decoded d = EndAndReadUntilSynced();
