@@ -209,8 +209,11 @@ void PageFileWriter::Run(std::shared_ptr<Shared> shared) {
       shared->grew[job.cpu] = true;
     }
     shared->written_pages.insert(shared->written_pages.end(), job.pages.begin(), job.pages.end());
-    const uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(shared->wake_fd, &one, sizeof(one));
+    // Once the writer is gone, so may be the daemon's loop and its eventfd.
+    if (!shared->stopping) {
+      const uint64_t one = 1;
+      [[maybe_unused]] ssize_t n = ::write(shared->wake_fd, &one, sizeof(one));
+    }
   }
 }
 

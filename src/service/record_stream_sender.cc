@@ -375,8 +375,13 @@ size_t RecordStreamSender::RoomFor(size_t record_bytes) {
   const uint64_t writable = ring_->Writable();
   const uint64_t ring_room = backlog == 0 && writable > unpublished_ ? writable - unpublished_ : 0;
   const size_t room = (ring_room + (capacity > backlog ? capacity - backlog : 0)) / cost;
-  // Pages to the file: each record or page may close its cpu's page and bring its own.
-  return file_ ? std::min(room, file_->free_pages() / 2) : room;
+  if (!file_) return room;
+  // Pages to the file: each record or page may close its cpu's page and
+  // bring its own. Short of pages, what waits to be written goes now, to
+  // free its huge pages soonest (a holding-back drain lends none meanwhile).
+  const size_t free_pages = file_->free_pages();
+  if (free_pages < PageFileWriter::kBlockPages) file_->SubmitAll();
+  return std::min(room, free_pages / 2);
 }
 
 void RecordStreamSender::GiveBackPage(const uint8_t* page) {
@@ -515,7 +520,7 @@ void RecordStreamSender::AppendFrame(ipc::FrameKind kind, std::span<const uint8_
   uint8_t* const to = FrameSpace(sizeof(ipc::FrameHeader) + padded);
   const ipc::FrameHeader header{kind, static_cast<uint32_t>(body.size())};
   std::memcpy(to, &header, sizeof(header));
-  std::memcpy(to + sizeof(header), body.data(), body.size());
+  if (!body.empty()) std::memcpy(to + sizeof(header), body.data(), body.size());  // kFileSynced has none
   std::memset(to + sizeof(header) + body.size(), 0, padded - body.size());
 }
 
