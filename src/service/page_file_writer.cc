@@ -163,8 +163,12 @@ bool PageFileWriter::Idle() {
   for (const CpuQueue& queue : queued_) {
     if (!queue.pages.empty()) return false;
   }
+  return !Writing();
+}
+
+bool PageFileWriter::Writing() {
   std::lock_guard lock(shared_->mutex);
-  return shared_->queue.empty() && !shared_->writing;
+  return !shared_->queue.empty() || shared_->writing;
 }
 
 int PageFileWriter::error() {

@@ -72,6 +72,8 @@ class PageFileWriter {
   size_t free_pages();
   // Nothing queued and nothing being written.
   bool Idle();
+  // A write is under way or submitted.
+  bool Writing();
   // The first errno a write met (EFBIG: a region is full), or 0.
   int error();
   // The cpus whose bytes on disk grew since the last call.

@@ -377,10 +377,11 @@ size_t RecordStreamSender::RoomFor(size_t record_bytes) {
   const size_t room = (ring_room + (capacity > backlog ? capacity - backlog : 0)) / cost;
   if (!file_) return room;
   // Pages to the file: each record or page may close its cpu's page and
-  // bring its own. Short of pages, what waits to be written goes now, to
-  // free its huge pages soonest (a holding-back drain lends none meanwhile).
+  // bring its own. With none left and no write under way to free some,
+  // the pages waiting for a full block go now (a holding-back drain, which
+  // lends no page meanwhile, would otherwise wait for kPageFlushNs).
   const size_t free_pages = file_->free_pages();
-  if (free_pages < PageFileWriter::kBlockPages) file_->SubmitAll();
+  if (free_pages < 2 && !file_->Writing()) file_->SubmitAll();
   return std::min(room, free_pages / 2);
 }
 

@@ -5,7 +5,8 @@
 # written after it and compacts the file; a killed CTF recording opens in
 # babeltrace2 once `udiag recover` has cut a torn packet. On a full disk (a 4 MB tmpfs) the
 # recorder says so, exits non-zero, and the file keeps what fit; so it does
-# when its daemon may not grow the file.
+# when its daemon may not grow the file. A stopped recorder loses nothing of
+# a trace.dat: its daemon writes the file.
 # Usage: run_record_kill.sh BIN_DIR
 BIN_DIR="$1"
 UDIAG="$BIN_DIR/udiag"
@@ -71,7 +72,35 @@ ours=$("$UDIAG" report "$T/k.ctf" 2>/dev/null | grep -c 'counted:')
 [ "$ours" = "$ctf" ] || fail "udiag report shows $ours events of the killed CTF recording, babeltrace2 $ctf"
 echo "CTF after kill -9: $ctf events"
 
-# 3. A daemon that may not make files that large (its RLIMIT_FSIZE, 1 GiB,
+# 3. A stopped recorder (SIGSTOP, a debugger) costs its trace.dat nothing:
+# the daemon writes the pages into the file itself, and only the counting
+# waits, in the stream ring. Into a pipe, whose pages the recorder must
+# take, the same recording loses what its 64 KiB buffer and the 8 MiB stream
+# ring and pool do not hold (2000000 events are 40 MB of pages).
+record_stopped() {  # OUTPUT: the recording, stopped while 2000000 events are written
+  "$UDIAG" record --size 64 -e counted -o "$1" 2>"$T/record.err" & R=$!
+  # Stopped once its stream is open (it maps the stream's memfd).
+  i=0; until ls -l /proc/$R/fd 2>/dev/null | grep -q udiag-stream; do
+    i=$((i+1)); [ $i -lt 200 ] || fail "the recording did not open its stream"; sleep 0.05
+  done
+  kill -STOP $R
+  "$BIN_DIR/counting_producer" 2000000 1000 || fail "the producer failed"
+  kill -CONT $R
+  sleep 0.5
+  kill -INT $R; wait $R || { cat "$T/record.err"; fail "the stopped recording failed"; }
+  cat "$T/record.err"
+}
+lost_in() { sed -n 's/^udiag record: .* \([0-9]*\) lost ->.*/\1/p' "$T/record.err"; }
+record_stopped "$T/stopped.dat"
+[ "$(lost_in)" = 0 ] || fail "a stopped recording into a file lost events"
+[ "$(count_events "$T/stopped.dat")" = 2000000 ] || fail "the file has not all 2000000 events"
+mkfifo "$T/pipe"
+cat "$T/pipe" >"$T/piped.dat" & C=$!
+record_stopped "$T/pipe"
+wait $C
+[ "$(lost_in)" -gt 0 ] || fail "a stopped recording into a pipe lost nothing: the case above tests nothing"
+
+# 4. A daemon that may not make files that large (its RLIMIT_FSIZE, 1 GiB,
 # below the first cpu region of a trace.dat being recorded): its
 # write into the recorder's trace.dat fails, the recording ends saying so,
 # and the daemon lives on (SIGXFSZ would have ended it).
@@ -93,7 +122,7 @@ export UDIAG_DIR="$T/d"
 "$BIN_DIR/udiagd" --dir "$T/d" & DAEMON=$!
 i=0; while [ ! -S "$T/d/control.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
 
-# 4. A full disk.
+# 5. A full disk.
 mkdir "$T/full"
 if ! mount -t tmpfs -o size=4m tmpfs "$T/full" 2>/dev/null; then
   [ "$(id -u)" != 0 ] || fail "cannot mount a small tmpfs as root"
