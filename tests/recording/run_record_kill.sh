@@ -32,6 +32,17 @@ start_recording() {
   "$BIN_DIR/counting_producer" 1000000000 5000 2>/dev/null & P=$!
 }
 stop_producer() { kill $P 2>/dev/null; wait $P 2>/dev/null; }
+# Waits (10 s at most) for the recording to end on its own, as a failed
+# write ends it: non-zero, with a message naming ERRNO. WHAT stopped it.
+expect_ended_by() {  # ERRNO WHAT
+  i=0; while kill -0 $R 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+  kill -0 $R 2>/dev/null && fail "the recording kept running on $2"
+  wait $R; status=$?
+  stop_producer
+  cat "$T/record.err"
+  [ $status -ne 0 ] || fail "the recording exited 0 on $2"
+  grep -q "$1" "$T/record.err" || fail "no message names $1"
+}
 
 # Both readers agree and the events are in order: prints the count.
 count_events() {
@@ -109,13 +120,7 @@ export UDIAG_DIR="$T/limited"
 (ulimit -f 1048576; exec "$BIN_DIR/udiagd" --dir "$T/limited") & DAEMON=$!
 i=0; while [ ! -S "$T/limited/control.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
 start_recording "$T/limited.dat"
-i=0; while kill -0 $R 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
-kill -0 $R 2>/dev/null && fail "the recording kept running though its file could not grow"
-wait $R; status=$?
-stop_producer
-cat "$T/record.err"
-[ $status -ne 0 ] || fail "the recording exited 0 though its file could not grow"
-grep -q "EFBIG" "$T/record.err" || fail "no message names EFBIG"
+expect_ended_by EFBIG "a file its daemon could not grow"
 kill -0 $DAEMON 2>/dev/null || fail "the daemon died of a file it could not grow"
 kill $DAEMON; wait $DAEMON 2>/dev/null
 export UDIAG_DIR="$T/d"
@@ -130,13 +135,7 @@ if ! mount -t tmpfs -o size=4m tmpfs "$T/full" 2>/dev/null; then
   cleanup; exit 0
 fi
 start_recording "$T/full/f.dat"
-i=0; while kill -0 $R 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
-kill -0 $R 2>/dev/null && fail "the recording kept running on a full disk"
-wait $R; status=$?
-stop_producer
-cat "$T/record.err"
-[ $status -ne 0 ] || fail "the recording exited 0 on a full disk"
-grep -q "ENOSPC" "$T/record.err" || fail "no message names ENOSPC"
+expect_ended_by ENOSPC "a full disk"
 full=$(count_events "$T/full/f.dat") || exit 1
 echo "on a full disk: $full events kept"
 echo "record kill and full disk: ok"
