@@ -50,11 +50,14 @@ class RecordTaker {
   // kept as it is; `lost_before` records were lost just before it. The
   // taker may mark that on the page.
   virtual void TakePage(const EntryMeta& meta, CheckedPage& page, uint64_t lost_before) = 0;
-  // A page where TakePage sends a page without copying it (the record
-  // stream's pool), to copy a producer's page into and check it there, or
-  // null when none is free. TakePage takes such a page back, as does
-  // GiveBackPage when it is not taken whole.
-  virtual uint8_t* LendPage() { return nullptr; }
+  // A page where TakePage sends a page of `cpu` without copying it (the
+  // record stream's pool, or its file's pages), to copy a producer's page
+  // into and check it there, or null when none is free. TakePage takes such
+  // a page back, as does GiveBackPage when it is not taken whole.
+  virtual uint8_t* LendPage(uint16_t cpu) {
+    (void)cpu;
+    return nullptr;
+  }
   virtual void GiveBackPage(const uint8_t* page) { (void)page; }
   // How many more records of up to `record_bytes`, or whole pages, the
   // taker can take now without dropping any (for an instance that holds

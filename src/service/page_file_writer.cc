@@ -15,8 +15,9 @@ namespace udiag::service {
 namespace {
 
 constexpr size_t kChunkBytes = 2 << 20;  // a huge page
-constexpr size_t kPagesPerChunk = kChunkBytes / PageFileWriter::kPageBytes;
-static_assert(PageFileWriter::kMaxPages % kPagesPerChunk == 0);
+constexpr size_t kSlabBytes = PageFileWriter::kSlabPages * PageFileWriter::kPageBytes;
+constexpr size_t kSlabsPerChunk = kChunkBytes / kSlabBytes;
+static_assert(kChunkBytes % kSlabBytes == 0 && PageFileWriter::kMaxPages % PageFileWriter::kSlabPages == 0);
 constexpr uint64_t kMinRegionBytes = uint64_t{1} << 32;
 
 bool DirectIoOn(int fd) {
@@ -47,7 +48,12 @@ base::ErrorOr<std::unique_ptr<PageFileWriter>> PageFileWriter::Open(base::Scoped
 }
 
 PageFileWriter::PageFileWriter(std::shared_ptr<Shared> shared, uint64_t region_bytes, uint32_t cpus)
-    : shared_(std::move(shared)), region_bytes_(region_bytes), cpus_(cpus), queued_(cpus) {
+    : shared_(std::move(shared)),
+      region_bytes_(region_bytes),
+      cpus_(cpus),
+      max_slabs_(kMaxPages / kSlabPages + 2 * size_t{cpus}),
+      cutting_(cpus, kNoSlab),
+      queued_(cpus) {
   thread_ = std::thread(Run, shared_);
 }
 
@@ -69,48 +75,61 @@ PageFileWriter::~PageFileWriter() {
   }
 }
 
-uint8_t* PageFileWriter::Lend() {
-  if (current_ >= use_.size() || use_[current_].cut == kPagesPerChunk) {
-    TakeBackWritten();
-    // A chunk all of whose pages are free again, or a new one.
-    auto free = std::find_if(use_.begin(), use_.end(), [](const ChunkUse& use) { return use.held == 0; });
-    if (free != use_.end()) {
-      free->cut = 0;
-      current_ = static_cast<size_t>(free - use_.begin());
-    } else if (use_.size() < kMaxPages / kPagesPerChunk) {
-      // Huge pages where the kernel has them: direct I/O pins a write's
-      // memory, 2 MiB at a time instead of 4 KiB.
-      void* memory = std::aligned_alloc(kChunkBytes, kChunkBytes);
-      if (!memory) throw std::bad_alloc();
-      ::madvise(memory, kChunkBytes, MADV_HUGEPAGE);
-      {
-        std::lock_guard lock(shared_->mutex);
-        shared_->chunks.emplace_back(static_cast<uint8_t*>(memory), std::free);
-      }
-      use_.emplace_back();
-      current_ = use_.size() - 1;
-    } else {
-      SubmitAll();  // what waits to be written frees its chunks soonest
+uint8_t* PageFileWriter::Lend(uint32_t cpu) {
+  size_t& slab = cutting_[cpu];
+  if (slab == kNoSlab) {
+    slab = FreeSlab();
+    if (slab == kNoSlab) {
+      SubmitAll();  // what waits to be written frees its slabs soonest
       return nullptr;
     }
+    slabs_[slab] = {0, 0, cpu};
   }
-  ChunkUse& use = use_[current_];
-  ++use.held;
-  return shared_->chunks[current_].get() + kPageBytes * use.cut++;
+  Slab& cut_from = slabs_[slab];
+  uint8_t* const page = SlabStart(slab) + kPageBytes * cut_from.cut++;
+  ++cut_from.held;
+  if (cut_from.cut == kSlabPages) {  // all cut: free again once all written
+    cut_from.cpu = kNoCpu;
+    slab = kNoSlab;
+  }
+  return page;
 }
 
-int PageFileWriter::ChunkOf(const uint8_t* page) const {
+size_t PageFileWriter::FreeSlab() {
+  TakeBackWritten();
+  for (size_t i = 0; i < slabs_.size(); ++i) {
+    if (slabs_[i].held == 0 && slabs_[i].cpu == kNoCpu) return i;
+  }
+  if (slabs_.size() + kSlabsPerChunk > max_slabs_) return kNoSlab;
+  // Huge pages where the kernel has them: direct I/O pins a write's
+  // memory, 2 MiB at a time instead of 4 KiB.
+  void* memory = std::aligned_alloc(kChunkBytes, kChunkBytes);
+  if (!memory) throw std::bad_alloc();
+  ::madvise(memory, kChunkBytes, MADV_HUGEPAGE);
+  {
+    std::lock_guard lock(shared_->mutex);
+    shared_->chunks.emplace_back(static_cast<uint8_t*>(memory), std::free);
+  }
+  slabs_.resize(slabs_.size() + kSlabsPerChunk);
+  return slabs_.size() - kSlabsPerChunk;
+}
+
+uint8_t* PageFileWriter::SlabStart(size_t slab) const {
+  return shared_->chunks[slab / kSlabsPerChunk].get() + (slab % kSlabsPerChunk) * kSlabBytes;
+}
+
+size_t PageFileWriter::SlabOf(const uint8_t* page) const {
   // Only this thread adds chunks: reading them needs no lock.
   for (size_t i = 0; i < shared_->chunks.size(); ++i) {
     const uint8_t* chunk = shared_->chunks[i].get();
-    if (page >= chunk && page < chunk + kChunkBytes) return static_cast<int>(i);
+    if (page >= chunk && page < chunk + kChunkBytes) return i * kSlabsPerChunk + (page - chunk) / kSlabBytes;
   }
-  return -1;
+  return kNoSlab;
 }
 
-bool PageFileWriter::Owns(const uint8_t* page) const { return ChunkOf(page) >= 0; }
+bool PageFileWriter::Owns(const uint8_t* page) const { return SlabOf(page) != kNoSlab; }
 
-void PageFileWriter::Release(const uint8_t* page) { --use_[static_cast<size_t>(ChunkOf(page))].held; }
+void PageFileWriter::Release(const uint8_t* page) { --slabs_[SlabOf(page)].held; }
 
 void PageFileWriter::GiveBack(const uint8_t* page) { Release(page); }
 
@@ -148,15 +167,10 @@ void PageFileWriter::Submit(uint32_t cpu) {
 
 size_t PageFileWriter::free_pages() {
   TakeBackWritten();
-  size_t pages = (kMaxPages / kPagesPerChunk - use_.size()) * kPagesPerChunk;
-  for (size_t i = 0; i < use_.size(); ++i) {
-    if (i == current_) {
-      pages += kPagesPerChunk - use_[i].cut;
-    } else if (use_[i].held == 0) {
-      pages += kPagesPerChunk;
-    }
-  }
-  return pages;
+  size_t slabs = (max_slabs_ - slabs_.size()) / kSlabsPerChunk * kSlabsPerChunk;
+  for (const Slab& slab : slabs_) slabs += slab.held == 0 && slab.cpu == kNoCpu;
+  // Each cpu may need a slab of its own before it cuts a page for certain.
+  return slabs > cpus_ ? (slabs - cpus_) * kSlabPages : 0;
 }
 
 bool PageFileWriter::Idle() {

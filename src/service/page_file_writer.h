@@ -8,9 +8,11 @@
 // to the file in gathered direct-I/O writes of kBlockPages from a
 // thread of their own, so a slow disk never stalls the drain loop. A write
 // from scattered 4 KiB pages is a request segment per page, and a virtual
-// disk takes those at a third of its speed; so pages are lent in address
-// order from one huge page at a time, which is reused only once all of its
-// pages are written: a thread's run of pages stays one segment.
+// disk takes those at a third of its speed; so each cpu's pages are lent in
+// address order from a slab of its own (kSlabPages of a huge page), reused
+// only once all of its pages are written: a run of a cpu's pages stays one
+// segment, and one cpu's pages waiting for a full write never hold up
+// another's memory.
 // The file is the recorder's: whatever it is, a write error or a stall only
 // ends or slows that recording.
 #pragma once
@@ -34,9 +36,13 @@ class PageFileWriter {
   static constexpr size_t kPageBytes = 4096;
   // Pages per write (4 MiB: a write costs the virtual disk an exit to the
   // host, which 1 MiB writes made a sixth of the daemon's time), and in all
-  // per recording (32 MiB: two cpus' queues and two writes under way).
+  // per recording (96 MiB, taken only as a disk stall needs it: what the
+  // stream's pool and the recorder's queue of blocks held before, a tenth
+  // of a second at this VM's disk speed).
   static constexpr size_t kBlockPages = 1024;
-  static constexpr size_t kMaxPages = 8192;
+  static constexpr size_t kMaxPages = 24576;
+  // Pages a cpu cuts from its slab before it takes another (256 KiB).
+  static constexpr size_t kSlabPages = 64;
 
   struct Progress {
     uint32_t cpu;
@@ -56,10 +62,10 @@ class PageFileWriter {
 
   uint32_t cpus() const { return cpus_; }
 
-  // A free page (kPageBytes, aligned), or null when no huge page is free
-  // (every one has pages lent, queued or being written); the queued ones
-  // are then submitted.
-  uint8_t* Lend();
+  // A free page (kPageBytes, aligned) for `cpu` (< cpus()), or null when
+  // no slab is free (every one has pages lent, queued or being written);
+  // the queued ones are then submitted.
+  uint8_t* Lend(uint32_t cpu);
   bool Owns(const uint8_t* page) const;
   void GiveBack(const uint8_t* page);
   // Queues a lent page as `cpu`'s next one (cpu < cpus()). False, with the
@@ -68,7 +74,8 @@ class PageFileWriter {
   bool Append(uint32_t cpu, uint8_t* page);
   // Starts writing every cpu's queued pages, however few.
   void SubmitAll();
-  // Pages Lend can give for certain, counting those whose writes have ended.
+  // Pages Lend can give for certain, whichever cpus they are for, counting
+  // those whose writes have ended.
   size_t free_pages();
   // Nothing queued and nothing being written.
   bool Idle();
@@ -108,21 +115,28 @@ class PageFileWriter {
   static int WriteJob(int fd, const Job& job);
   void Submit(uint32_t cpu);
   void TakeBackWritten();
-  // The chunk `page` is cut from, or -1.
-  int ChunkOf(const uint8_t* page) const;
+  // The slab `page` is cut from, or kNoSlab.
+  size_t SlabOf(const uint8_t* page) const;
+  uint8_t* SlabStart(size_t slab) const;
+  // A slab nobody cuts from with no page held (a new one if need be), or kNoSlab.
+  size_t FreeSlab();
   void Release(const uint8_t* page);
 
   std::shared_ptr<Shared> shared_;
   const uint64_t region_bytes_;
   const uint32_t cpus_;
-  // Per chunk (as in shared_->chunks): pages cut so far, and of those the
-  // ones not free again; pages are cut from `current_`.
-  struct ChunkUse {
+  static constexpr size_t kNoSlab = SIZE_MAX;
+  static constexpr uint32_t kNoCpu = UINT32_MAX;
+  // Per slab (kSlabPages of shared_->chunks, in order): pages cut so far,
+  // of those the ones not free again, and the cpu cutting from it.
+  struct Slab {
     uint32_t cut = 0;
     uint32_t held = 0;
+    uint32_t cpu = kNoCpu;
   };
-  std::vector<ChunkUse> use_;
-  size_t current_ = 0;
+  std::vector<Slab> slabs_;
+  const size_t max_slabs_;      // kMaxPages' worth, and two for each cpu
+  std::vector<size_t> cutting_;  // by cpu: its slab, or kNoSlab
   struct CpuQueue {
     std::vector<uint8_t*> pages;  // not submitted yet
     uint64_t submitted = 0;       // bytes of the region given to writes

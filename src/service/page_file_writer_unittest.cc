@@ -44,9 +44,9 @@ class PageFileWriterTest : public ::testing::Test {
     kept_ = std::move(fd);
   }
 
-  // A lent page filled with `mark`.
-  uint8_t* PageMarked(uint8_t mark) {
-    uint8_t* page = writer_->Lend();
+  // A lent page of `cpu` filled with `mark`.
+  uint8_t* PageMarked(uint8_t mark, uint32_t cpu = 0) {
+    uint8_t* page = writer_->Lend(cpu);
     EXPECT_NE(page, nullptr);
     if (page) std::memset(page, mark, kPage);
     return page;
@@ -74,7 +74,10 @@ class PageFileWriterTest : public ::testing::Test {
 };
 
 TEST_F(PageFileWriterTest, PagesGoToTheirCpusRegionInOrder) {
-  for (uint8_t i = 0; i < 10; ++i) ASSERT_TRUE(writer_->Append(i % 3 == 0 ? 1 : 0, PageMarked(i + 1)));
+  for (uint8_t i = 0; i < 10; ++i) {
+    const uint32_t cpu = i % 3 == 0 ? 1 : 0;
+    ASSERT_TRUE(writer_->Append(cpu, PageMarked(i + 1, cpu)));
+  }
   writer_->SubmitAll();
   WaitIdle();
   std::vector<PageFileWriter::Progress> progress;
@@ -105,37 +108,44 @@ TEST_F(PageFileWriterTest, AFullBlockIsWrittenUnasked) {
   EXPECT_EQ(MarkAt(0, PageFileWriter::kBlockPages - 1), 7);
 }
 
-TEST_F(PageFileWriterTest, PagesAreLentInAddressOrderAndAHugePageReusedOnlyWhenAllFree) {
-  constexpr size_t kPerChunk = (2 << 20) / kPage;
+TEST_F(PageFileWriterTest, EachCpuCutsPagesInAddressOrderFromASlabReusedOnceAllFree) {
+  constexpr size_t kSlab = PageFileWriter::kSlabPages;
   std::vector<uint8_t*> first;
-  for (size_t i = 0; i < kPerChunk; ++i) {
-    first.push_back(writer_->Lend());
+  for (size_t i = 0; i < kSlab; ++i) {
+    first.push_back(writer_->Lend(0));
     if (i > 0) {
       ASSERT_EQ(first[i], first[i - 1] + kPage) << "one run of memory, for one write segment";
     }
   }
-  for (size_t i = 1; i < kPerChunk; ++i) writer_->GiveBack(first[i]);
+  uint8_t* const other_cpu = writer_->Lend(1);
+  EXPECT_TRUE(other_cpu < first[0] || other_cpu >= first[0] + kSlab * kPage) << "a slab of its own";
+  for (size_t i = 1; i < kSlab; ++i) writer_->GiveBack(first[i]);
   std::vector<uint8_t*> second;
-  for (size_t i = 0; i < kPerChunk; ++i) second.push_back(writer_->Lend());
-  EXPECT_FALSE(second[0] >= first[0] && second[0] < first[0] + kPerChunk * kPage)
-      << "a huge page with a page still lent is not cut again";
+  for (size_t i = 0; i < kSlab + 1; ++i) second.push_back(writer_->Lend(0));
+  for (uint8_t* page : second) {
+    EXPECT_FALSE(page >= first[0] && page < first[0] + kSlab * kPage) << "a slab with a page still lent is not cut again";
+  }
   writer_->GiveBack(first[0]);
-  EXPECT_EQ(writer_->Lend(), first[0]) << "now it is all free";
+  for (size_t i = 1; i < kSlab; ++i) writer_->Lend(0);  // the rest of the slab being cut
+  EXPECT_EQ(writer_->Lend(0), first[0]) << "now it is all free";
 }
 
 TEST_F(PageFileWriterTest, LendsNoMoreThanMaxPagesAndCountsWhatIsFree) {
-  EXPECT_EQ(writer_->free_pages(), PageFileWriter::kMaxPages);
+  // Lent to one cpu, every page can be; counted as free for any cpu, all
+  // but a slab for each cpu, which a cpu may need before it cuts a page.
+  const size_t kCountedFree = PageFileWriter::kMaxPages - 2 * PageFileWriter::kSlabPages;
+  EXPECT_EQ(writer_->free_pages(), kCountedFree);
   std::vector<uint8_t*> lent;
   for (size_t i = 0; i < PageFileWriter::kMaxPages; ++i) {
-    lent.push_back(writer_->Lend());
+    lent.push_back(writer_->Lend(0));
     ASSERT_NE(lent.back(), nullptr) << i;
   }
   EXPECT_EQ(writer_->free_pages(), 0u);
-  EXPECT_EQ(writer_->Lend(), nullptr);
+  EXPECT_EQ(writer_->Lend(0), nullptr);
+  EXPECT_EQ(writer_->Lend(1), nullptr);
   for (uint8_t* page : lent) writer_->GiveBack(page);
-  EXPECT_EQ(writer_->free_pages(), PageFileWriter::kMaxPages - (2 << 20) / kPage)
-      << "all but the huge page being cut, whose cut pages are not counted";
-  for (size_t i = 0; i < (2 << 20) / kPage; ++i) EXPECT_NE(writer_->Lend(), nullptr);
+  EXPECT_EQ(writer_->free_pages(), kCountedFree);
+  for (size_t i = 0; i < PageFileWriter::kMaxPages; ++i) ASSERT_NE(writer_->Lend(i % 2), nullptr) << i;
 }
 
 TEST_F(PageFileWriterTest, AFailedWriteStopsTheFileAndIsReported) {
@@ -160,8 +170,7 @@ TEST_F(PageFileWriterTest, AFailedWriteStopsTheFileAndIsReported) {
   writer_->TakeProgress(&progress);
   ASSERT_EQ(progress.size(), 1u);
   EXPECT_EQ(progress[0].bytes, kPage) << "only the write that succeeded counts";
-  EXPECT_FALSE(writer_->Append(1, PageMarked(4))) << "nothing more is written, on any cpu";
-  EXPECT_EQ(writer_->free_pages(), PageFileWriter::kMaxPages - 4) << "pages of failed writes are free again";
+  EXPECT_FALSE(writer_->Append(1, PageMarked(4, 1))) << "nothing more is written, on any cpu";
 }
 
 TEST(PageFileWriterOpenTest, RefusesWhatItCannotWriteRegionsInto) {

@@ -287,7 +287,7 @@ void RecordStreamSender::AppendPage(uint32_t cpu, CpuPage& page) {
     page.encoder.FinishInto(AppendPageFrame(frame));
     return;
   }
-  uint8_t* const to = file_->Lend();
+  uint8_t* const to = file_->Lend(cpu);
   if (!to) {  // every page is on its way to the disk: as a full buffer drops
     uint8_t scratch[ipc::kStreamPageSize];
     page.encoder.FinishInto(scratch);
@@ -349,8 +349,8 @@ uint32_t RecordStreamSender::PoolSlotOf(const uint8_t* page) const {
   return static_cast<uint32_t>((page - pool) / ipc::StreamRing::kPoolPageSize);
 }
 
-uint8_t* RecordStreamSender::LendPage() {
-  if (file_) return file_->Lend();
+uint8_t* RecordStreamSender::LendPage(uint16_t cpu) {
+  if (file_) return file_->Lend(std::min<uint32_t>(cpu, cpu_limit_ - 1));
   if (free_pool_.empty() && !pool_in_stream_.empty()) {
     ring_->Writable();  // reads the reader's tail
     while (!pool_in_stream_.empty() && pool_in_stream_.front().frame_end <= ring_->read_by_reader()) {
@@ -422,7 +422,7 @@ void RecordStreamSender::TakePage(const EntryMeta& meta, CheckedPage& page, uint
                        .data_bytes = page.data_bytes,
                        .lost_before = lost};
   if (file_) {
-    uint8_t* to = file_->Owns(page.page) ? page.page : file_->Lend();
+    uint8_t* to = file_->Owns(page.page) ? page.page : file_->Lend(cpu);
     if (!to) {
       lost_pending_ += frame.lost_before + frame.events;
       return;

@@ -81,7 +81,7 @@ class RecordStreamSender final : public RecordTaker {
   void TakePage(const EntryMeta& meta, CheckedPage& page, uint64_t lost_before) override;
   // A free page of the stream's pool (page mode): a page checked there goes
   // out in a kPoolPage frame, not copied; or to the file, when pages go there.
-  uint8_t* LendPage() override;
+  uint8_t* LendPage(uint16_t cpu) override;
   void GiveBackPage(const uint8_t* page) override;
   // Page mode: what the ring and the backlog's room (the instance buffer's
   // size) take before Take and TakePage drop.

@@ -635,7 +635,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, RecordStreamSenderTest, ::testing::Values(false,
                          [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Pages" : "Records"; });
 
 TEST_F(PoolPageSenderTest, APageCheckedInThePoolIsNamedNotCopied) {
-  uint8_t* const lent = sender_->LendPage();
+  uint8_t* const lent = sender_->LendPage(0);
   ASSERT_NE(lent, nullptr);
   CheckedPage page = PageOf(lent, 0, 20);
   sender_->TakePage({0, 1, 2, 1}, page, 0);
@@ -653,16 +653,16 @@ TEST_F(PoolPageSenderTest, APageCheckedInThePoolIsNamedNotCopied) {
 TEST_F(PoolPageSenderTest, PoolPagesAreFreeAgainOnceTheReaderPassesTheirFrames) {
   std::vector<uint8_t*> lent;
   for (uint64_t i = 0; i < kPoolPages; ++i) {
-    lent.push_back(sender_->LendPage());
+    lent.push_back(sender_->LendPage(0));
     ASSERT_NE(lent.back(), nullptr);
     CheckedPage page = PageOf(lent.back(), i * 10, 10);
     sender_->TakePage({0, 1, 2, 0}, page, 0);
   }
   ASSERT_EQ(sender_->Pump(), 0);
   // All of the pool is named by frames the reader has not read.
-  EXPECT_EQ(sender_->LendPage(), nullptr);
+  EXPECT_EQ(sender_->LendPage(0), nullptr);
   ReadAvailable();
-  uint8_t* again = sender_->LendPage();
+  uint8_t* again = sender_->LendPage(0);
   ASSERT_NE(again, nullptr);
   EXPECT_NE(std::find(lent.begin(), lent.end(), again), lent.end());
   Decoded d = Decode(received_, ring_.get());
@@ -670,13 +670,13 @@ TEST_F(PoolPageSenderTest, PoolPagesAreFreeAgainOnceTheReaderPassesTheirFrames) 
 }
 
 TEST_F(PoolPageSenderTest, APageGivenBackIsLentAgainAndOtherMemoryIsIgnored) {
-  uint8_t* const lent = sender_->LendPage();
+  uint8_t* const lent = sender_->LendPage(0);
   ASSERT_NE(lent, nullptr);
   sender_->GiveBackPage(lent);
   uint8_t outside[ipc::kStreamPageSize];
   sender_->GiveBackPage(outside);  // not the pool's: nothing happens
-  for (uint64_t i = 0; i < kPoolPages; ++i) EXPECT_NE(sender_->LendPage(), nullptr);
-  EXPECT_EQ(sender_->LendPage(), nullptr);
+  for (uint64_t i = 0; i < kPoolPages; ++i) EXPECT_NE(sender_->LendPage(0), nullptr);
+  EXPECT_EQ(sender_->LendPage(0), nullptr);
 }
 
 // A page the drain checked in its own memory still goes out copied.

@@ -292,7 +292,7 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
   };
   RecordTaker* const taker = page_keeper_->taker();
   auto take_page = [&](const ring::PageHead& head, const ring::PayloadSource& page) {
-    uint8_t* const lent = taker->LendPage();
+    uint8_t* const lent = taker->LendPage(head.cpu);
     uint8_t* const copy =
         lent ? lent : page_arena_.get() + (delivered_now ? 0 : staged_pages_.size() * ring::kRingPageSize);
     page.CopyPageTo(copy);
