@@ -3,7 +3,8 @@
 # minutes: starts a private udiagd, `udiag record -e flood` into trace.dat
 # and N flood_producer processes beside it, then prints what was recorded
 # and lost and the daemon's and the recorder's CPU (from /proc) per
-# recorded event.
+# recorded event. The daemon runs in a session of its own, as users run it
+# (see run_bench.sh's start_daemon).
 #
 #   bench/record_cost.sh BUILD_DIR PRODUCERS SECONDS [RATE]
 #
@@ -12,7 +13,7 @@
 # UDIAGD_ARGS add options: RECORD_ARGS=--block, UDIAGD_ARGS='--ring-kb 16384'.
 set -euo pipefail
 if [ $# -lt 3 ] || [ "$1" = --help ]; then
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
   [ "${1:-}" = --help ]; exit
 fi
 build=$1 producers=$2 seconds=$3 rate=${4:-0}
@@ -20,7 +21,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-"$build/bin/udiagd" --dir "$work/daemon" ${UDIAGD_ARGS:-} >/dev/null 2>&1 &
+setsid "$build/bin/udiagd" --dir "$work/daemon" ${UDIAGD_ARGS:-} >/dev/null 2>&1 &
 daemon=$!
 for _ in $(seq 50); do [ -S "$work/daemon/control.sock" ] && break; sleep 0.1; done
 UDIAG_DIR="$work/daemon" "$build/bin/udiag" record ${RECORD_ARGS:-} -e flood -o "$work/out.dat" 2>"$work/record.err" &

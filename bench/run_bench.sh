@@ -77,12 +77,19 @@ rm -f "$OUT/stream.bin"
 # `udiag record` as users run it, into trace.dat, with a daemon of its own.
 # The producers run beside the recorder (not as its command), so that the
 # recorder's CPU time (its rusage) and the daemon's (/proc) are their own.
+# The daemon runs in a session of its own, as it does for users (`udiag
+# record`'s private daemon, `udiagd --daemonize`, a systemd unit) and as
+# lttng-sessiond --daemonize does here: with autogroup scheduling a daemon
+# left in this script's session shares one group's cpu with the producers.
+start_daemon() {  # DIR: starts udiagd on DIR, sets $daemon to its pid
+  setsid "$BUILD/bin/udiagd" --dir "$1" >/dev/null 2>&1 &
+  daemon=$!
+  for _ in $(seq 50); do [ -S "$1/control.sock" ] && break; sleep 0.1; done
+}
 record_run() {  # NAME "UDIAG RECORD OPTIONS" COMMAND...
   local name=$1 options=$2; shift 2
-  local dir="$OUT/record-daemon-$name"
-  "$BUILD/bin/udiagd" --dir "$dir" >/dev/null 2>&1 &
-  local daemon=$!
-  for _ in $(seq 50); do [ -S "$dir/control.sock" ] && break; sleep 0.1; done
+  local dir="$OUT/record-daemon-$name" daemon
+  start_daemon "$dir"
   local before; before=$(awk '{print $14 + $15}' "/proc/$daemon/stat")
   UDIAG_DIR="$dir" /usr/bin/time -f "recorder_cpu %U %S" -o "$OUT/$name.time" \
     "$BUILD/bin/udiag" record $options -e flood -o "$OUT/$name.dat" 2>"$OUT/$name.err" &
@@ -413,10 +420,8 @@ export_bench() {
   CH_ROOT="$OUT/clickhouse"
   . "$(dirname "$0")/../tests/fleet/clickhouse_test_servers.sh"
   ch_start bench || { echo "| udiag export into ClickHouse | clickhouse-server did not start | |"; return; }
-  local dir="$OUT/export-daemon"
-  "$BIN/udiagd" --dir "$dir" >/dev/null 2>&1 &
-  local daemon=$!
-  for _ in $(seq 50); do [ -S "$dir/control.sock" ] && break; sleep 0.1; done
+  local dir="$OUT/export-daemon" daemon
+  start_daemon "$dir"
   echo "running udiag record and udiag export of one flood producer ($SECS s each)..." >&2
   UDIAG_DIR="$dir" "$BIN/udiag" record -e flood -o "$OUT/export-peer.dat" -- "$BIN/flood_producer" "$SECS" \
     >"$OUT/export-record.out" 2>"$OUT/export-record.err"
