@@ -97,21 +97,21 @@ uint8_t* PageFileWriter::Lend(uint32_t cpu) {
 
 size_t PageFileWriter::FreeSlab() {
   TakeBackWritten();
-  for (size_t i = 0; i < slabs_.size(); ++i) {
-    if (slabs_[i].held == 0 && slabs_[i].cpu == kNoCpu) return i;
-  }
-  if (slabs_.size() + kSlabsPerChunk > max_slabs_) return kNoSlab;
-  // Huge pages where the kernel has them: direct I/O pins a write's
-  // memory, 2 MiB at a time instead of 4 KiB.
-  void* memory = std::aligned_alloc(kChunkBytes, kChunkBytes);
-  if (!memory) throw std::bad_alloc();
-  ::madvise(memory, kChunkBytes, MADV_HUGEPAGE);
-  {
-    std::lock_guard lock(shared_->mutex);
+  if (free_slabs_.empty()) {
+    if (slabs_.size() + kSlabsPerChunk > max_slabs_) return kNoSlab;
+    // Huge pages where the kernel has them: direct I/O pins a write's
+    // memory, 2 MiB at a time instead of 4 KiB.
+    void* memory = std::aligned_alloc(kChunkBytes, kChunkBytes);
+    if (!memory) throw std::bad_alloc();
+    ::madvise(memory, kChunkBytes, MADV_HUGEPAGE);
+    chunk_index_.emplace(static_cast<uint8_t*>(memory), shared_->chunks.size());
     shared_->chunks.emplace_back(static_cast<uint8_t*>(memory), std::free);
+    slabs_.resize(slabs_.size() + kSlabsPerChunk);
+    for (size_t slab = slabs_.size(); slab-- > slabs_.size() - kSlabsPerChunk;) free_slabs_.push_back(slab);
   }
-  slabs_.resize(slabs_.size() + kSlabsPerChunk);
-  return slabs_.size() - kSlabsPerChunk;
+  const size_t slab = free_slabs_.back();
+  free_slabs_.pop_back();
+  return slab;
 }
 
 uint8_t* PageFileWriter::SlabStart(size_t slab) const {
@@ -119,26 +119,27 @@ uint8_t* PageFileWriter::SlabStart(size_t slab) const {
 }
 
 size_t PageFileWriter::SlabOf(const uint8_t* page) const {
-  // Only this thread adds chunks: reading them needs no lock.
-  for (size_t i = 0; i < shared_->chunks.size(); ++i) {
-    const uint8_t* chunk = shared_->chunks[i].get();
-    if (page >= chunk && page < chunk + kChunkBytes) return i * kSlabsPerChunk + (page - chunk) / kSlabBytes;
-  }
-  return kNoSlab;
+  // Chunks are aligned to their size: a page's chunk starts at the
+  // alignment below it.
+  const auto* chunk = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(page) & ~(kChunkBytes - 1));
+  const auto it = chunk_index_.find(chunk);
+  if (it == chunk_index_.end()) return kNoSlab;
+  return it->second * kSlabsPerChunk + static_cast<size_t>(page - chunk) / kSlabBytes;
 }
 
 bool PageFileWriter::Owns(const uint8_t* page) const { return SlabOf(page) != kNoSlab; }
 
-void PageFileWriter::Release(const uint8_t* page) { --slabs_[SlabOf(page)].held; }
-
-void PageFileWriter::GiveBack(const uint8_t* page) { Release(page); }
+void PageFileWriter::GiveBack(const uint8_t* page) {
+  const size_t slab = SlabOf(page);
+  if (--slabs_[slab].held == 0 && slabs_[slab].cpu == kNoCpu) free_slabs_.push_back(slab);
+}
 
 bool PageFileWriter::Append(uint32_t cpu, uint8_t* page) {
   CpuQueue& queue = queued_[cpu];
   if (error_ == 0) error_ = error();
   if (error_ == 0 && queue.submitted + (queue.pages.size() + 1) * kPageBytes > region_bytes_) error_ = EFBIG;
   if (error_ != 0) {
-    Release(page);
+    GiveBack(page);
     return false;
   }
   queue.pages.push_back(page);
@@ -167,8 +168,7 @@ void PageFileWriter::Submit(uint32_t cpu) {
 
 size_t PageFileWriter::free_pages() {
   TakeBackWritten();
-  size_t slabs = (max_slabs_ - slabs_.size()) / kSlabsPerChunk * kSlabsPerChunk;
-  for (const Slab& slab : slabs_) slabs += slab.held == 0 && slab.cpu == kNoCpu;
+  const size_t slabs = (max_slabs_ - slabs_.size()) / kSlabsPerChunk * kSlabsPerChunk + free_slabs_.size();
   // Each cpu may need a slab of its own before it cuts a page for certain.
   return slabs > cpus_ ? (slabs - cpus_) * kSlabPages : 0;
 }
@@ -202,7 +202,7 @@ void PageFileWriter::TakeProgress(std::vector<Progress>* out) {
 
 void PageFileWriter::TakeBackWritten() {
   std::lock_guard lock(shared_->mutex);
-  for (const uint8_t* page : shared_->written_pages) Release(page);
+  for (const uint8_t* page : shared_->written_pages) GiveBack(page);
   shared_->written_pages.clear();
 }
 

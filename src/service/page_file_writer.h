@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "base/error_or.h"
@@ -67,6 +68,7 @@ class PageFileWriter {
   // the queued ones are then submitted.
   uint8_t* Lend(uint32_t cpu);
   bool Owns(const uint8_t* page) const;
+  // Takes back a lent page that will not be written.
   void GiveBack(const uint8_t* page);
   // Queues a lent page as `cpu`'s next one (cpu < cpus()). False, with the
   // page given back, once the file takes no more: a write failed or the
@@ -98,7 +100,9 @@ class PageFileWriter {
   struct Shared {
     base::ScopedFd fd;
     int wake_fd = -1;
-    std::vector<std::unique_ptr<uint8_t, void (*)(void*)>> chunks;  // the huge pages that pages are cut from
+    // The huge pages that pages are cut from: only the owner adds and
+    // reads them; the writing thread only keeps them alive.
+    std::vector<std::unique_ptr<uint8_t, void (*)(void*)>> chunks;
     std::mutex mutex;
     std::condition_variable changed;
     std::deque<Job> queue;
@@ -120,7 +124,6 @@ class PageFileWriter {
   uint8_t* SlabStart(size_t slab) const;
   // A slab nobody cuts from with no page held (a new one if need be), or kNoSlab.
   size_t FreeSlab();
-  void Release(const uint8_t* page);
 
   std::shared_ptr<Shared> shared_;
   const uint64_t region_bytes_;
@@ -135,6 +138,10 @@ class PageFileWriter {
     uint32_t cpu = kNoCpu;
   };
   std::vector<Slab> slabs_;
+  // Those nobody cuts from, with no page held: the last freed on top, its
+  // memory the likeliest still in cache.
+  std::vector<size_t> free_slabs_;
+  std::unordered_map<const uint8_t*, size_t> chunk_index_;  // a chunk's start: its index in shared_->chunks
   const size_t max_slabs_;      // kMaxPages' worth, and two for each cpu
   std::vector<size_t> cutting_;  // by cpu: its slab, or kNoSlab
   struct CpuQueue {
