@@ -92,11 +92,9 @@ int Server::OnRecordStream(Connection& conn, ipc::Decoder& body, std::vector<Sco
   if (!instance) return ENOENT;
   // A trace.dat recorder may hand over its file for the pages to go there
   // from here. Anything else it sends (another kind of file, a bad layout)
-  // only means the pages come through the stream, as to an older daemon; so
-  // does --block (blocking_timeout_ms), whose eight-producer runs lost
-  // events to the timeout in file mode (docs/performance.md, session 14).
+  // only means the pages come through the stream, as to an older daemon.
   std::unique_ptr<PageFileWriter> file;
-  if (req.pages && req.file_cpus > 0 && fds.size() == 1 && instance->blocking_timeout_ms() == 0) {
+  if (req.pages && req.file_cpus > 0 && fds.size() == 1) {
     auto opened = PageFileWriter::Open(std::move(fds[0]), req.file_region_bytes, req.file_cpus, wake_.get());
     if (opened.ok()) file = std::move(opened).value();
   }

@@ -43,24 +43,31 @@ cat "$T/block.err"
 [ "$(lost_in "$T/four.err")" = 0 ] || { cat "$T/four.err"; fail "--block lost events of four producers"; }
 [ "$("$UDIAG" report "$T/four.dat" | grep -c 'counted: seq=')" = $((4 * N)) ] || fail "four producers: not $((4 * N)) events"
 
-# A recording that stops reading: producers wait at most its timeout, then
-# events are dropped and counted, and the producer finishes. Enough events
-# to overflow the stream's 8 MiB ring too, at 20 bytes each in its pages.
+# A recorder stopped (SIGSTOP) while STOPPED_N events are written: into a
+# trace.dat the daemon writes the file itself, so nothing waits on the
+# recorder and nothing is lost; into CTF, which the recorder writes, the
+# recording stops reading: producers wait at most its timeout, then events
+# are dropped and counted, and the producer finishes. Enough events to
+# overflow the stream's 8 MiB ring too, at 20 bytes each in its pages.
 STOPPED_N=1000000
-"$UDIAG" record --block=200 --size 64 -e counted -o "$T/stopped.dat" 2>"$T/stopped.err" & R=$!
-i=0; until [ "$("$UDIAG" ls instances 2>/dev/null)" ] && \
-  [ "$("$UDIAG" cat "instances/$("$UDIAG" ls instances)/blocking_timeout_ms" 2>/dev/null)" = 200 ]; do
-  i=$((i+1)); [ $i -lt 200 ] || fail "the recording did not set up its instance"; sleep 0.05
-done
-kill -STOP $R
-timeout 120 "$BIN_DIR/counting_producer" $STOPPED_N || fail "the producer did not finish while the recording was stopped"
-kill -CONT $R
-sleep 0.5
-kill -INT $R; wait $R || { cat "$T/stopped.err"; fail "the stopped recording failed"; }
-cat "$T/stopped.err"
-lost=$(lost_in "$T/stopped.err")
-kept=$(seqs_in "$T/stopped.dat")
-[ "$lost" -gt 0 ] || fail "a stopped recording lost nothing"
-[ $((kept + lost)) = $STOPPED_N ] || fail "kept $kept + lost $lost is not the $STOPPED_N written"
+stopped_recording() {  # OUTPUT: prints "lost kept"
+  "$UDIAG" record --block=200 --size 64 -e counted -o "$1" 2>"$T/stopped.err" & R=$!
+  i=0; until [ "$("$UDIAG" ls instances 2>/dev/null)" ] && \
+    [ "$("$UDIAG" cat "instances/$("$UDIAG" ls instances)/blocking_timeout_ms" 2>/dev/null)" = 200 ]; do
+    i=$((i+1)); [ $i -lt 200 ] || fail "the recording did not set up its instance"; sleep 0.05
+  done
+  kill -STOP $R
+  timeout 120 "$BIN_DIR/counting_producer" $STOPPED_N || fail "the producer did not finish while the recording was stopped"
+  kill -CONT $R
+  sleep 0.5
+  kill -INT $R; wait $R || { cat "$T/stopped.err"; fail "the stopped recording into $1 failed"; }
+  cat "$T/stopped.err" >&2
+  echo "$(lost_in "$T/stopped.err") $(seqs_in "$1")"
+}
+set -- $(stopped_recording "$T/stopped.dat")
+[ "$1" = 0 ] && [ "$2" = $STOPPED_N ] || fail "a stopped recorder's trace.dat lost $1 and kept $2 of $STOPPED_N"
+set -- $(stopped_recording "$T/stopped.ctf")
+[ "$1" -gt 0 ] || fail "a stopped CTF recording lost nothing"
+[ $(($1 + $2)) = $STOPPED_N ] || fail "CTF: kept $2 + lost $1 is not the $STOPPED_N written"
 echo "record --block: ok"
 cleanup
