@@ -146,7 +146,10 @@ uint64_t StatsValue(std::string_view stats, std::string_view name) {
 
 // Says where the losses happened and what would have kept them. With
 // --block, losses mean the recording stopped reading for longer than it.
-void PrintLossBreakdown(consumer::ConsumerClient& control, const std::string& instance_path, uint32_t block_ms) {
+// When the daemon writes the file, what it drops waited for the disk (or
+// for this recorder's counting, far behind).
+void PrintLossBreakdown(consumer::ConsumerClient& control, const std::string& instance_path, uint32_t block_ms,
+                        bool daemon_writes_file) {
   auto stats = control.Read(instance_path + "/per_cpu/cpu0/stats");
   if (!stats.ok()) return;
   std::string text = "\n" + *stats;
@@ -159,7 +162,9 @@ void PrintLossBreakdown(consumer::ConsumerClient& control, const std::string& in
     fmt::print(stderr, "udiag record: {} lost in producers' rings, not drained in time (udiagd --ring-kb holds more; {})\n",
                in_rings, remedy);
   }
-  if (dropped) {
+  if (dropped && daemon_writes_file) {
+    fmt::print(stderr, "udiag record: {} dropped while the daemon's pages waited for the disk ({})\n", dropped, remedy);
+  } else if (dropped) {
     fmt::print(stderr, "udiag record: {} dropped by the recording's full buffer, not read in time (--size holds more; {})\n",
                dropped, remedy);
   }
@@ -270,7 +275,7 @@ int Record(const RecordOptions& options) {
   double secs = Seconds(Clock::now() - started);
   fmt::print(stderr, "udiag record: {} events ({:.1f} MB) in {:.1f} s, {} lost -> {} ({})\n", sink.events(),
              sink.bytes() / 1e6, secs, sink.lost(), options.output, record::TraceFormatName(format));
-  if (sink.lost()) PrintLossBreakdown(*session.control, session.path, options.block_ms);
+  if (sink.lost()) PrintLossBreakdown(*session.control, session.path, options.block_ms, stream && stream->writes_file());
   if (sink.restamped()) {
     fmt::print(stderr, "udiag record: {} events committed late were stamped with the time before them\n",
                sink.restamped());

@@ -167,7 +167,7 @@ int RecordStreamSender::SendPending() {
 void RecordStreamSender::Take(const Event& event, const EntryMeta& meta, uint64_t lost_before,
                               std::span<const uint8_t> record) {
   if (out_.size() - out_sent_ > instance_->buffer().capacity()) {
-    lost_pending_ += 1 + lost_before;  // the recorder is that far behind: as a full buffer drops
+    Drop(1, lost_before);  // the recorder is that far behind: as a full buffer drops
     return;
   }
   if (event.id != last_type_ || meta.tid != last_tid_) AnnounceSender(event, meta.pid, meta.tid);
@@ -291,16 +291,21 @@ void RecordStreamSender::AppendPage(uint32_t cpu, CpuPage& page) {
   if (!to) {  // every page is on its way to the disk: as a full buffer drops
     uint8_t scratch[ipc::kStreamPageSize];
     page.encoder.FinishInto(scratch);
-    lost_pending_ += frame.lost_before + frame.events;
+    Drop(frame.events, frame.lost_before);
     return;
   }
   page.encoder.FinishInto(to);
   SendToFile(cpu, to, frame);
 }
 
+void RecordStreamSender::Drop(uint64_t events, uint64_t lost_before) {
+  lost_pending_ += lost_before + events;
+  instance_->buffer().NoteDropped(events);
+}
+
 void RecordStreamSender::SendToFile(uint32_t cpu, uint8_t* page, const ipc::PageFrame& frame) {
   if (!file_->Append(cpu, page)) {
-    lost_pending_ += frame.lost_before + frame.events;
+    Drop(frame.events, frame.lost_before);
     return;
   }
   if (file_queued_since_ns_ == 0) file_queued_since_ns_ = base::MonotonicNs();
@@ -397,7 +402,7 @@ void RecordStreamSender::TakePage(const EntryMeta& meta, CheckedPage& page, uint
   lost_pending_ += lost_before;
   const uint32_t pool_slot = PoolSlotOf(page.page);
   if (out_.size() - out_sent_ > instance_->buffer().capacity()) {
-    lost_pending_ += page.events;  // the recorder is that far behind: as a full buffer drops
+    Drop(page.events, 0);  // the recorder is that far behind: as a full buffer drops
     GiveBackPage(page.page);
     return;
   }
@@ -424,7 +429,7 @@ void RecordStreamSender::TakePage(const EntryMeta& meta, CheckedPage& page, uint
   if (file_) {
     uint8_t* to = file_->Owns(page.page) ? page.page : file_->Lend(cpu);
     if (!to) {
-      lost_pending_ += frame.lost_before + frame.events;
+      Drop(frame.events, frame.lost_before);
       return;
     }
     if (to != page.page) std::memcpy(to, page.page, ipc::kStreamPageSize);

@@ -130,6 +130,10 @@ class RecordStreamSender final : public RecordTaker {
   uint8_t* FrameSpace(size_t bytes);
   // FrameSpace for a kPage frame, its header and PageFrame written.
   uint8_t* AppendPageFrame(const ipc::PageFrame& frame);
+  // Drops `events` taken from the instance for want of room: reported to the
+  // recorder before the next page (with `lost_before` already lost), and
+  // counted in the instance's `dropped`, for its stats to say where.
+  void Drop(uint64_t events, uint64_t lost_before);
   // File mode: queues `page` (the file writer's) for the file and counts it
   // in a kFilePage frame (with the page when its events are of several
   // types); if the file takes no more, its events count as lost.

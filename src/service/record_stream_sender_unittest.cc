@@ -752,6 +752,7 @@ TEST_F(FileSenderTest, AFailedWriteIsReportedAndLaterPagesCountAsLost) {
   d = EndAndReadUntilSynced();
   EXPECT_EQ(d.file_page_events, 1000u);
   EXPECT_EQ(d.lost, 1000u);
+  EXPECT_EQ(instance_.buffer().stats().dropped, 1000u) << "the instance's stats say where they went";
 }
 
 }  // namespace

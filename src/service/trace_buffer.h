@@ -43,6 +43,11 @@ class TraceBuffer {
     CountLost(count);
   }
 
+  // Counts events a record stream took and then had to drop (its file or
+  // stream was full): the stream reports them to its reader itself, so they
+  // are not attached to an entry here.
+  void NoteDropped(uint64_t count) { stats_.dropped += count; }
+
   // Visits every entry, oldest first, without consuming.
   template <typename F>
   void ForEach(F&& visit) const;
@@ -84,7 +89,8 @@ class TraceBuffer {
   // counted in exactly one of overrun, dropped and lost_upstream.
   struct Stats {
     uint64_t overrun = 0;        // overwritten by newer entries (overwrite mode)
-    uint64_t dropped = 0;        // refused: the buffer was full (discard-new) or the entry too big
+    uint64_t dropped = 0;        // refused: the buffer was full (discard-new) or the entry too big,
+                                 // or dropped by a record stream (NoteDropped)
     uint64_t read = 0;           // consumed by trace_pipe or a record stream
     uint64_t lost_upstream = 0;  // lost in producers' rings, before reaching the buffer
   };
