@@ -2,12 +2,15 @@
 # Runs udiag's benchmarks and prints one comparison table (medians).
 #   bench/run_bench.sh BUILD_DIR            (BUILD_DIR configured with -DUDIAG_BUILD_BENCH=ON)
 # Env: UDIAG_SUSTAINED_SECONDS (default 10), BENCH_MIN_TIME (Google Benchmark
-# --benchmark_min_time, default 0.5). Performance is measured, never asserted.
+# --benchmark_min_time, default 0.5), UDIAG_BENCH_SETTLE (seconds the disk
+# rests before each recording stage, default 10). Performance is measured,
+# never asserted.
 set -u
 BUILD=${1:?usage: run_bench.sh BUILD_DIR}
 BIN=$BUILD/bin
 SECS=${UDIAG_SUSTAINED_SECONDS:-10}
 MIN_TIME=${BENCH_MIN_TIME:-0.5}
+SETTLE=${UDIAG_BENCH_SETTLE:-10}
 OUT=$(mktemp -d /tmp/udiag-bench.XXXXXX)
 GB=(--benchmark_format=json --benchmark_min_time="$MIN_TIME")
 
@@ -81,6 +84,14 @@ rm -f "$OUT/stream.bin"
 # record`'s private daemon, `udiagd --daemonize`, a systemd unit) and as
 # lttng-sessiond --daemonize does here: with autogroup scheduling a daemon
 # left in this script's session shares one group's cpu with the producers.
+# Each recording stage, udiag's and LTTng-UST's alike, starts on a settled
+# disk: this VM's disk stalls single 4 MiB writes for up to 300 ms in the
+# seconds after the stage before wrote and deleted gigabytes, which a
+# paced producer's recording then loses events to (docs/performance.md).
+settle_disk() {
+  sync
+  sleep "$SETTLE"
+}
 start_daemon() {  # DIR: starts udiagd on DIR, sets $daemon to its pid
   setsid "$BUILD/bin/udiagd" --dir "$1" >/dev/null 2>&1 &
   daemon=$!
@@ -89,6 +100,7 @@ start_daemon() {  # DIR: starts udiagd on DIR, sets $daemon to its pid
 record_run() {  # NAME "UDIAG RECORD OPTIONS" COMMAND...
   local name=$1 options=$2; shift 2
   local dir="$OUT/record-daemon-$name" daemon
+  settle_disk
   start_daemon "$dir"
   local before; before=$(awk '{print $14 + $15}' "/proc/$daemon/stat")
   UDIAG_DIR="$dir" /usr/bin/time -f "recorder_cpu %U %S" -o "$OUT/$name.time" \
@@ -120,6 +132,7 @@ lttng_record_run() {  # NAME PRODUCERS
   [ -x "$BIN/lttng_flood_producer" ] && [ -n "$started_sessiond$(pgrep -x lttng-sessiond)" ] || {
     echo "skipped: ${lttng_note:-lttng_flood_producer not built}" >"$OUT/$name.skip"; return; }
   local session=udiag_rec_$$_$name dir="$OUT/$name-trace"
+  settle_disk
   if ! { lttng create "$session" --output="$dir" &&
          lttng enable-channel -u rec --subbuf-size=4M --num-subbuf=4 -s "$session" &&
          lttng enable-event -u udiag_bench:payload32 -c rec -s "$session" &&
@@ -138,6 +151,7 @@ lttng_record_run() {  # NAME PRODUCERS
   rm -rf "$dir"
 }
 echo "running dd oflag=direct to the recordings' directory..." >&2
+settle_disk
 dd if=/dev/zero of="$OUT/dd.bin" bs=1M count=2048 oflag=direct 2>"$OUT/dd.err"
 rm -f "$OUT/dd.bin"
 echo "running udiag record of one flood producer at full speed ($SECS s)..." >&2
