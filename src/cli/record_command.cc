@@ -163,7 +163,8 @@ void PrintLossBreakdown(consumer::ConsumerClient& control, const std::string& in
                in_rings, remedy);
   }
   if (dropped && daemon_writes_file) {
-    fmt::print(stderr, "udiag record: {} dropped while the daemon's pages waited for the disk ({})\n", dropped, remedy);
+    fmt::print(stderr, "udiag record: {} dropped while the daemon's pages waited for the disk (--size over 98304 holds more; {})\n",
+               dropped, remedy);
   } else if (dropped) {
     fmt::print(stderr, "udiag record: {} dropped by the recording's full buffer, not read in time (--size holds more; {})\n",
                dropped, remedy);

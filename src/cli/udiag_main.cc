@@ -286,7 +286,9 @@ void AddRecordCommands(CLI::App& app, CommandLine& line) {
           ->type_name("[=MS]")
           ->excludes(overwrite);
   record->add_option("--size", line.record.size_kb,
-                     fmt::format("Buffer size of the recording instance in KB (default {})", line.record.size_kb));
+                     fmt::format("Buffer size of the recording instance in KB (default {}); a trace.dat "
+                                 "recording's pages waiting for the disk may take as much, at least 98304",
+                                 line.record.size_kb));
   record->add_option("COMMAND", line.record.command, "Command to run (put it after `--`)");
   record->callback([&, block] {
     // A bare --block comes with one empty value.

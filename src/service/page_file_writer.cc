@@ -17,7 +17,7 @@ namespace {
 constexpr size_t kChunkBytes = 2 << 20;  // a huge page
 constexpr size_t kSlabBytes = PageFileWriter::kSlabPages * PageFileWriter::kPageBytes;
 constexpr size_t kSlabsPerChunk = kChunkBytes / kSlabBytes;
-static_assert(kChunkBytes % kSlabBytes == 0 && PageFileWriter::kMaxPages % PageFileWriter::kSlabPages == 0);
+static_assert(kChunkBytes % kSlabBytes == 0 && PageFileWriter::kMaxPages * PageFileWriter::kPageBytes % kChunkBytes == 0);
 constexpr uint64_t kMinRegionBytes = uint64_t{1} << 32;
 
 bool DirectIoOn(int fd) {
@@ -28,7 +28,7 @@ bool DirectIoOn(int fd) {
 }  // namespace
 
 base::ErrorOr<std::unique_ptr<PageFileWriter>> PageFileWriter::Open(base::ScopedFd fd, uint64_t region_bytes,
-                                                                   uint32_t cpus, int wake_fd) {
+                                                                   uint32_t cpus, int wake_fd, uint64_t memory_bytes) {
   struct stat st;
   const int flags = ::fcntl(fd.get(), F_GETFL);
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || flags < 0 || (flags & O_ACCMODE) == O_RDONLY ||
@@ -44,14 +44,18 @@ base::ErrorOr<std::unique_ptr<PageFileWriter>> PageFileWriter::Open(base::Scoped
   shared->wake_fd = wake_fd;
   shared->on_disk.assign(cpus, 0);
   shared->grew.assign(cpus, false);
-  return std::unique_ptr<PageFileWriter>(new PageFileWriter(std::move(shared), region_bytes, cpus));
+  // Whole chunks: a chunk is the unit memory is taken in.
+  const uint64_t chunks = (std::max<uint64_t>(memory_bytes, kMaxPages * kPageBytes) + kChunkBytes - 1) / kChunkBytes;
+  return std::unique_ptr<PageFileWriter>(
+      new PageFileWriter(std::move(shared), region_bytes, cpus, chunks * kChunkBytes / kPageBytes));
 }
 
-PageFileWriter::PageFileWriter(std::shared_ptr<Shared> shared, uint64_t region_bytes, uint32_t cpus)
+PageFileWriter::PageFileWriter(std::shared_ptr<Shared> shared, uint64_t region_bytes, uint32_t cpus,
+                               size_t max_pages)
     : shared_(std::move(shared)),
       region_bytes_(region_bytes),
       cpus_(cpus),
-      max_slabs_(kMaxPages / kSlabPages + 2 * size_t{cpus}),
+      max_slabs_(max_pages / kSlabPages + 2 * size_t{cpus}),
       cutting_(cpus, kNoSlab),
       queued_(cpus) {
   thread_ = std::thread(Run, shared_);

@@ -37,9 +37,9 @@ class PageFileWriter {
   static constexpr size_t kPageBytes = 4096;
   // Pages per write (4 MiB: a write costs the virtual disk an exit to the
   // host, which 1 MiB writes made a sixth of the daemon's time), and in all
-  // per recording (96 MiB, taken only as a disk stall needs it: what the
-  // stream's pool and the recorder's queue of blocks held before, a tenth
-  // of a second at this VM's disk speed).
+  // per recording at least (96 MiB, taken only as a disk stall needs it: a
+  // fifth of a second of a 10 M events/s recording; this VM's disk stalls
+  // a write for up to 300 ms after heavy use, docs/performance.md).
   static constexpr size_t kBlockPages = 1024;
   static constexpr size_t kMaxPages = 24576;
   // Pages a cpu cuts from its slab before it takes another (256 KiB).
@@ -53,9 +53,11 @@ class PageFileWriter {
   // Errors: EBADF unless `fd` is a regular file open for writing without
   // O_APPEND; EINVAL unless region_bytes is a power of two of at least
   // 4 GiB and 1 <= cpus <= 4096 with every region below 2^63. `wake_fd`
-  // (an eventfd, not owned) is written once a write ends.
+  // (an eventfd, not owned) is written once a write ends. Pages take at
+  // most `memory_bytes` (the recording's buffer size), or kMaxPages when
+  // that is less, and a slab for each cpu to start on.
   static base::ErrorOr<std::unique_ptr<PageFileWriter>> Open(base::ScopedFd fd, uint64_t region_bytes,
-                                                             uint32_t cpus, int wake_fd);
+                                                             uint32_t cpus, int wake_fd, uint64_t memory_bytes = 0);
   // Writes already started finish on their own; queued ones are dropped.
   ~PageFileWriter();
   PageFileWriter(const PageFileWriter&) = delete;
@@ -114,7 +116,7 @@ class PageFileWriter {
     int error = 0;
   };
 
-  PageFileWriter(std::shared_ptr<Shared> shared, uint64_t region_bytes, uint32_t cpus);
+  PageFileWriter(std::shared_ptr<Shared> shared, uint64_t region_bytes, uint32_t cpus, size_t max_pages);
   static void Run(std::shared_ptr<Shared> shared);
   static int WriteJob(int fd, const Job& job);
   void Submit(uint32_t cpu);
@@ -142,7 +144,7 @@ class PageFileWriter {
   // memory the likeliest still in cache.
   std::vector<size_t> free_slabs_;
   std::unordered_map<const uint8_t*, size_t> chunk_index_;  // a chunk's start: its index in shared_->chunks
-  const size_t max_slabs_;      // kMaxPages' worth, and two for each cpu
+  const size_t max_slabs_;      // the pages Open allows, and two for each cpu
   std::vector<size_t> cutting_;  // by cpu: its slab, or kNoSlab
   struct CpuQueue {
     std::vector<uint8_t*> pages;  // not submitted yet

@@ -148,6 +148,20 @@ TEST_F(PageFileWriterTest, LendsNoMoreThanMaxPagesAndCountsWhatIsFree) {
   for (size_t i = 0; i < PageFileWriter::kMaxPages; ++i) ASSERT_NE(writer_->Lend(i % 2), nullptr) << i;
 }
 
+TEST_F(PageFileWriterTest, ALargerBufferLendsMorePagesWhileTheDiskIsBehind) {
+  // A recording whose buffer (--size) is three times kMaxPages' memory may
+  // hold that many pages; a smaller one still gets kMaxPages.
+  const size_t pages = 3 * PageFileWriter::kMaxPages;
+  auto larger = PageFileWriter::Open(TemporaryFile(), kRegionBytes, 2, wake_.get(), pages * kPage);
+  ASSERT_TRUE(larger.ok()) << larger.error();
+  EXPECT_EQ((*larger)->free_pages(), pages - 2 * PageFileWriter::kSlabPages);
+  for (size_t i = 0; i < pages; ++i) ASSERT_NE((*larger)->Lend(0), nullptr) << i;
+  EXPECT_EQ((*larger)->Lend(0), nullptr);
+  auto smaller = PageFileWriter::Open(TemporaryFile(), kRegionBytes, 2, wake_.get(), 16 << 20);
+  ASSERT_TRUE(smaller.ok()) << smaller.error();
+  EXPECT_EQ((*smaller)->free_pages(), PageFileWriter::kMaxPages - 2 * PageFileWriter::kSlabPages);
+}
+
 TEST_F(PageFileWriterTest, AFailedWriteStopsTheFileAndIsReported) {
   // The file may not grow past the first page of cpu 0's region: the second
   // page's write fails (EFBIG), and so do all later ones, unwritten.

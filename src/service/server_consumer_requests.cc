@@ -95,7 +95,10 @@ int Server::OnRecordStream(Connection& conn, ipc::Decoder& body, std::vector<Sco
   // only means the pages come through the stream, as to an older daemon.
   std::unique_ptr<PageFileWriter> file;
   if (req.pages && req.file_cpus > 0 && fds.size() == 1) {
-    auto opened = PageFileWriter::Open(std::move(fds[0]), req.file_region_bytes, req.file_cpus, wake_.get());
+    // The buffer size a recording asked for (--size) is also what its pages
+    // may take while the disk is behind.
+    auto opened = PageFileWriter::Open(std::move(fds[0]), req.file_region_bytes, req.file_cpus, wake_.get(),
+                                       instance->buffer().capacity());
     if (opened.ok()) file = std::move(opened).value();
   }
   // Records go through a shared ring; the socket carries wake-ups both ways.
