@@ -175,6 +175,41 @@ void BM_RingDrain32(benchmark::State& state) {
 }
 BENCHMARK(BM_RingDrain32);
 
+// One cache line handed to another thread and back: what a line the
+// producer writes and the consumer reads costs to move. A machine's own
+// number, not udiag's: on the reference VM it flips within seconds between
+// about 90 ns and 250-900 ns (the host moves the virtual cpus), and the
+// ring's write with a consumer beside it flips with it (docs/performance.md).
+void BM_CacheLineRoundTrip(benchmark::State& state) {
+  alignas(64) static std::atomic<uint64_t> line{0};
+  static std::atomic<bool> stop{false};
+  line.store(0);
+  stop.store(false);
+  std::thread partner([] {
+    uint64_t expect = 1;
+    while (!stop.load(std::memory_order_relaxed)) {
+      if (line.load(std::memory_order_acquire) == expect) {
+        line.store(expect + 1, std::memory_order_release);
+        expect += 2;
+      } else {
+        _mm_pause();
+      }
+    }
+  });
+  uint64_t next = 1;
+  for (auto _ : state) {
+    line.store(next, std::memory_order_release);
+    for (int spins = 0; line.load(std::memory_order_acquire) != next + 1; ++spins) {
+      if (spins > 1'000'000) std::this_thread::yield();  // one cpu only: let the partner run
+      _mm_pause();
+    }
+    next += 2;
+  }
+  stop.store(true);
+  partner.join();
+}
+BENCHMARK(BM_CacheLineRoundTrip);
+
 }  // namespace
 }  // namespace udiag::ring
 

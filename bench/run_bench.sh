@@ -127,8 +127,8 @@ lttng_consumer_ticks() {
   done
   echo "$sum"
 }
-lttng_record_run() {  # NAME PRODUCERS
-  local name=$1 producers=$2
+lttng_record_run() {  # NAME PRODUCERS [RATE per producer, default full speed]
+  local name=$1 producers=$2 rate=${3:-0}
   [ -x "$BIN/lttng_flood_producer" ] && [ -n "$started_sessiond$(pgrep -x lttng-sessiond)" ] || {
     echo "skipped: ${lttng_note:-lttng_flood_producer not built}" >"$OUT/$name.skip"; return; }
   local session=udiag_rec_$$_$name dir="$OUT/$name-trace"
@@ -142,7 +142,7 @@ lttng_record_run() {  # NAME PRODUCERS
     return
   fi
   local before; before=$(lttng_consumer_ticks)
-  for _ in $(seq "$producers"); do "$BIN/lttng_flood_producer" "$SECS" & done >"$OUT/$name.out" 2>&1
+  for _ in $(seq "$producers"); do "$BIN/lttng_flood_producer" "$SECS" "$rate" & done >"$OUT/$name.out" 2>&1
   wait
   lttng stop "$session" >"$OUT/$name.stop" 2>&1
   echo "consumer_cpu $(( $(lttng_consumer_ticks) - before )) $(getconf CLK_TCK)" >"$OUT/$name.time"
@@ -154,6 +154,12 @@ echo "running dd oflag=direct to the recordings' directory..." >&2
 settle_disk
 dd if=/dev/zero of="$OUT/dd.bin" bs=1M count=2048 oflag=direct 2>"$OUT/dd.err"
 rm -f "$OUT/dd.bin"
+# The same offered load for both, one LTTng-UST keeps up with: who loses
+# what, at what consumer cost, with the producers' speed out of the way.
+echo "running udiag record of one flood producer at 4 M events/s ($SECS s)..." >&2
+record_run record1_4m "" "$BIN/flood_producer" "$SECS" 4000000
+echo "running an LTTng-UST session of one flood producer at 4 M events/s ($SECS s)..." >&2
+lttng_record_run lttng1_4m 1 4000000
 echo "running udiag record of one flood producer at full speed ($SECS s)..." >&2
 record_run record1 "" "$BIN/flood_producer" "$SECS"
 echo "running an LTTng-UST session of one flood producer at full speed ($SECS s)..." >&2
@@ -205,6 +211,7 @@ rows = [
     ("one load + branch (udiag disabled check)", *median(ud, "BM_DisabledCheck")),
     ("LTTng-UST tracepoint, disabled", *median(ltd, "BM_LttngTracepoint")),
     ("floor: rdtsc + copy into a ring + release store", *median(ring, "BM_Floor/rdtsc")),
+    ("machine state: a cache line to another thread and back", *median(ring, "BM_CacheLineRoundTrip")),
     ("udiag ring: reserve + 32 B + commit", *median(ring, "BM_RingWrite32")),
     ("udiag enabled write, C (udiag_writev)", *median(ud, "BM_EnabledWriteC")),
     ("udiag enabled write, C++ (event<u64 x4>)", *median(ud, "BM_EnabledWriteCpp")),
@@ -217,12 +224,15 @@ note = os.environ.get("LTTNG_NOTE", "")
 if note:
     rows = [(p, None, note) if p.startswith("LTTng") else (p, v, e) for p, v, e in rows]
 # Check the peer really ran in the state its row claims.
-for data, want, row in ((ltd, 0, 2), (lte, 1, 7)):
+def row_of(label):
+    return next(i for i, (p, _, _) in enumerate(rows) if p.startswith(label))
+for data, want, row in ((ltd, 0, row_of("LTTng-UST tracepoint, disabled")),
+                        (lte, 1, row_of("LTTng-UST tracepoint, enabled"))):
     for b in data:
         if "enabled" in b and b.get("aggregate_name") == "median" and int(b["enabled"]) != want:
             p, v, e = rows[row]
             rows[row] = (p, None, "skipped: tracepoint was %s in this run" % ("enabled" if want == 0 else "not enabled"))
-base = rows[5][1]
+base = rows[row_of("udiag enabled write, C ")][1]
 
 # Issue 3: the preload's cost to unrelated I/O, and the drop-in write path.
 plain, pre = load("dropin_plain.json"), load("dropin_preload.json")
@@ -367,10 +377,12 @@ def side_row(label, r, consumer_s):
     print(f"| {label} | {r['recorded'] / secs / 1e6:.2f} M | {100.0 * r['lost'] / max(r['written'], 1):.2f} % "
           f"| {1e9 * consumer_s / max(r['recorded'], 1):.0f} | {mbs:,.0f}{share} |")
     return r["recorded"]
-for producers in (1, 8):
+for case, ours, theirs in (("1 producer process", "record1", "lttng1"),
+                           ("1 producer process paced at 4 M events/s", "record1_4m", "lttng1_4m"),
+                           ("8 producer processes", "record8", "lttng8")):
     kept = {}
-    for who, name in (("udiag record", f"record{producers}"), ("LTTng-UST session", f"lttng{producers}")):
-        label = f"{who}, {producers} producer process{'es' if producers > 1 else ''}"
+    for who, name in (("udiag record", ours), ("LTTng-UST session", theirs)):
+        label = f"{who}, {case}"
         try:
             if who.startswith("udiag"):
                 r = udiag_recording(name)
@@ -381,7 +393,7 @@ for producers in (1, 8):
         except Exception as e:
             print(f"| {label} | failed: {e} | | | |")
     if len(kept) == 2 and kept["LTTng-UST session"]:
-        print(f"| ratio udiag / LTTng-UST, {producers} producer(s), events recorded | "
+        print(f"| ratio udiag / LTTng-UST, {case}, events recorded | "
               f"{kept['udiag record'] / kept['LTTng-UST session']:.2f}x | | | |")
 
 # Issue 5: cost per traced access (wall time), designs side by side.
