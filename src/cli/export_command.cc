@@ -78,7 +78,7 @@ int Live(const ExportOptions& options, exporter::EventExporter& sink) {
   int err = 0;
   for (;;) {
     bool stopping = stop.load();
-    err = stream->Poll(kPollMs, sink);
+    err = stream->Poll(kPollMs, sink, /*doze=*/!stopping);
     sink.Flush(false);
     if (err == EPIPE) {
       err = 0;

@@ -108,7 +108,10 @@ int Stream(consumer::RecordStream& stream, RecordingSink& sink, ProgressLine& pr
     bool stopping = stop.load();
     if (stopping && stopped == Clock::time_point{}) stopped = quiet_since = Clock::now();
     uint64_t before = sink.bytes();  // of events: a pool page's frame is only 32 bytes of stream
-    int err = stream.Poll(kPollMs, sink);
+    // Until stopped, the daemon need not wake us for every batch: we come
+    // back every kPollMs anyway (at 4 M events/s a wake-up per daemon turn
+    // cost us 5 ns an event; dozing, 0.5).
+    int err = stream.Poll(kPollMs, sink, /*doze=*/!stopping);
     progress.Update();
     checkpoints.Tick();
     if (checkpoints.error()) return checkpoints.error();

@@ -91,8 +91,8 @@ base::ErrorOr<std::unique_ptr<RecordStream>> RecordStream::Open(const std::strin
                                                        std::move(ring).value(), stream->writes_file));
 }
 
-int RecordStream::Poll(int timeout_ms, RecordSink& sink) {
-  if (int err = WaitForFrame(timeout_ms)) {
+int RecordStream::Poll(int timeout_ms, RecordSink& sink, bool doze) {
+  if (int err = WaitForFrame(timeout_ms, doze && timeout_ms >= 0)) {
     if (err != EPIPE) return err;
     // The daemon ended the stream: what it wrote before is still ours.
     if (!DeliverFrames(sink)) return EPROTO;
@@ -107,11 +107,11 @@ int RecordStream::Poll(int timeout_ms, RecordSink& sink) {
   return 0;
 }
 
-int RecordStream::WaitForFrame(int timeout_ms) {
+int RecordStream::WaitForFrame(int timeout_ms, bool doze) {
   for (;;) {
     if (ring_->Readable().size() >= need_) return 0;
     if (hung_up_) return EPIPE;
-    if (ring_->SleepUnlessReadable(need_)) {
+    if (ring_->SleepUnlessReadable(need_, doze)) {
       ring_->Awake();
       return 0;
     }

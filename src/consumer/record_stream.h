@@ -88,8 +88,12 @@ class RecordStream {
   // Hands everything available to `sink`, waiting up to timeout_ms (<0:
   // forever) for a whole frame. Returns 0, ETIMEDOUT when nothing came,
   // EPIPE when the daemon ended the stream (everything before the end was
-  // delivered), EPROTO for a malformed stream, or another errno.
-  int Poll(int timeout_ms, RecordSink& sink);
+  // delivered), EPROTO for a malformed stream, or another errno. With
+  // `doze` (and timeout_ms >= 0) the daemon pokes only once an eighth of the
+  // ring is readable, and frames may wait out the timeout: for a reader
+  // that polls again at once and would rather not be woken for every batch
+  // (a recorder writing a file).
+  int Poll(int timeout_ms, RecordSink& sink, bool doze = false);
 
  private:
   RecordStream(ConsumerClient control, base::ScopedFd socket, std::unique_ptr<ipc::StreamRing> ring,
@@ -98,7 +102,7 @@ class RecordStream {
   // malformed frame. Sets need_ to the bytes the next frame needs.
   bool DeliverFrames(RecordSink& sink);
   // Waits up to timeout_ms for need_ bytes or a hang-up; 0, ETIMEDOUT, EPIPE.
-  int WaitForFrame(int timeout_ms);
+  int WaitForFrame(int timeout_ms, bool doze);
 
   ConsumerClient control_;  // the stream lives as long as this connection
   base::ScopedFd socket_;   // wake-ups, both ways

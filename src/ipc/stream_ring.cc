@@ -129,7 +129,13 @@ uint64_t StreamRing::Writable() {
 bool StreamRing::Publish(uint64_t n) {
   head_ += n;
   header_->head.store(head_, std::memory_order_release);
-  return TakeFlagAfterPublishing(header_->reader_sleeping);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const uint32_t sleeping = header_->reader_sleeping.load(std::memory_order_relaxed);
+  if (sleeping == 0) return false;
+  // A dozing reader's tail is where it stopped reading: it reads nothing
+  // while it dozes. A tail it moved wrongly only wakes it early.
+  if (sleeping == kReaderDozes && head_ - header_->tail.load(std::memory_order_acquire) < size_ / 8) return false;
+  return header_->reader_sleeping.exchange(0, std::memory_order_relaxed) != 0;
 }
 
 uint64_t StreamRing::WaitForRoom() {
@@ -153,8 +159,8 @@ bool StreamRing::Release(uint64_t n) {
   return TakeFlagAfterPublishing(header_->writer_waiting);
 }
 
-bool StreamRing::SleepUnlessReadable(uint64_t want) {
-  header_->reader_sleeping.store(1, std::memory_order_seq_cst);
+bool StreamRing::SleepUnlessReadable(uint64_t want, bool doze) {
+  header_->reader_sleeping.store(doze ? kReaderDozes : kReaderSleeps, std::memory_order_seq_cst);
   return Readable().size() >= want;
 }
 

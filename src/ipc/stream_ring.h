@@ -10,7 +10,9 @@
 // pokes a reader that said it sleeps, the reader pokes a writer that said it
 // waits for room. Each side sets its flag, then re-checks the ring, and the
 // other side fences between publishing and reading the flag, so a wake-up is
-// never missed.
+// never missed. A reader that wakes on its own timer as well may say it
+// dozes: it is poked only once an eighth of the ring is readable, so a
+// steady trickle of frames does not cost both sides a wake-up per batch.
 //
 // The daemon does not trust the reader: it never relies on the data it
 // wrote staying as written, the memfd is sealed against resizing, and a tail
@@ -34,6 +36,9 @@
 namespace udiag::ipc {
 
 inline constexpr uint32_t kStreamRingMagic = 0x53524455;  // "UDRS"
+// reader_sleeping: 0 while the reader reads; else how soon it wants a poke.
+inline constexpr uint32_t kReaderSleeps = 1;  // at the first byte
+inline constexpr uint32_t kReaderDozes = 2;   // once data_size / 8 bytes are readable
 inline constexpr uint32_t kStreamRingVersion = 3;  // 2: the page pool; 3: page sizes and losses in the frame
 
 struct StreamRingHeader {
@@ -43,7 +48,7 @@ struct StreamRingHeader {
   uint64_t pool_pages;  // of kPoolPageSize bytes, after the data
   alignas(64) std::atomic<uint64_t> head;  // bytes written, by the writer
   alignas(64) std::atomic<uint64_t> tail;  // bytes read, by the reader
-  std::atomic<uint32_t> reader_sleeping;   // the reader waits for data
+  std::atomic<uint32_t> reader_sleeping;   // the reader waits for data (kReaderSleeps or kReaderDozes)
   std::atomic<uint32_t> writer_waiting;    // the writer waits for room
 };
 
@@ -78,7 +83,8 @@ class StreamRing {
   // reader broke the protocol (broken()).
   uint64_t Writable();
   uint8_t* write_position() { return data_ + (head_ & (size_ - 1)); }
-  // Makes n written bytes readable. True when the reader sleeps: poke it.
+  // Makes n written bytes readable. True when the reader sleeps, or dozes
+  // and an eighth of the ring is readable: poke it.
   bool Publish(uint64_t n);
   // Says the writer waits for room, then returns the room there is now.
   uint64_t WaitForRoom();
@@ -92,9 +98,11 @@ class StreamRing {
   std::span<const uint8_t> Readable();
   // Frees n read bytes. True when the writer waits for room: poke it.
   bool Release(uint64_t n);
-  // Says the reader sleeps until at least `want` bytes are readable, then
-  // returns whether they are already (call Awake() either way after).
-  bool SleepUnlessReadable(uint64_t want);
+  // Says the reader sleeps until at least `want` bytes are readable (or,
+  // dozing, until an eighth of the ring is: for a reader that also wakes on
+  // a timer), then returns whether they are already (call Awake() either
+  // way after).
+  bool SleepUnlessReadable(uint64_t want, bool doze = false);
   void Awake();
 
  private:

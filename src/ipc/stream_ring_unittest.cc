@@ -59,6 +59,21 @@ TEST(StreamRingTest, WakeFlagsAreTakenOnce) {
   EXPECT_EQ(p.writer->Writable(), 16u);
 }
 
+TEST(StreamRingTest, ADozingReaderIsPokedOnceAnEighthOfTheRingIsReadable) {
+  Pair p = MakePair();
+  EXPECT_FALSE(p.reader->SleepUnlessReadable(1, /*doze=*/true));
+  std::memset(p.writer->write_position(), 1, kSize / 8);
+  EXPECT_FALSE(p.writer->Publish(kSize / 8 - 1)) << "less than an eighth: no poke";
+  EXPECT_EQ(p.reader->Readable().size(), kSize / 8 - 1) << "readable all the same";
+  EXPECT_TRUE(p.writer->Publish(1)) << "an eighth is readable";
+  EXPECT_FALSE(p.writer->Publish(0)) << "one wake-up per doze";
+  p.reader->Awake();
+  p.reader->Release(kSize / 8);
+  EXPECT_FALSE(p.reader->SleepUnlessReadable(1));
+  std::memset(p.writer->write_position(), 2, 1);
+  EXPECT_TRUE(p.writer->Publish(1)) << "a sleeping reader is poked at the first byte";
+}
+
 TEST(StreamRingTest, AReaderMovingTheTailWronglyBreaksTheWriterOnly) {
   Pair p = MakePair();
   Write(*p.writer, std::vector<uint8_t>(64, 1));
