@@ -36,10 +36,11 @@
 namespace udiag::ipc {
 
 inline constexpr uint32_t kStreamRingMagic = 0x53524455;  // "UDRS"
-// reader_sleeping: 0 while the reader reads; else how soon it wants a poke.
+inline constexpr uint32_t kStreamRingVersion = 3;  // 2: the page pool; 3: page sizes and losses in the frame
+// reader_sleeping: 0 while the reader reads; else how soon it wants a poke
+// (a writer that knows only kReaderSleeps pokes a dozing reader at once).
 inline constexpr uint32_t kReaderSleeps = 1;  // at the first byte
 inline constexpr uint32_t kReaderDozes = 2;   // once data_size / 8 bytes are readable
-inline constexpr uint32_t kStreamRingVersion = 3;  // 2: the page pool; 3: page sizes and losses in the frame
 
 struct StreamRingHeader {
   uint32_t magic;
