@@ -20,10 +20,13 @@ bool ValidSize(uint64_t size) {
 }
 
 // After publishing a position: takes the other side's flag if it is set
-// (the fence orders the position's store before the flag's load).
-bool TakeFlagAfterPublishing(std::atomic<uint32_t>& flag) {
+// (the fence orders the position's store before the flag's load) and
+// `wants_poke(the flag's value)` says that side wants its poke now.
+template <typename WantsPoke>
+bool TakeFlagAfterPublishing(std::atomic<uint32_t>& flag, WantsPoke wants_poke) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  return flag.load(std::memory_order_relaxed) != 0 && flag.exchange(0, std::memory_order_relaxed) != 0;
+  const uint32_t value = flag.load(std::memory_order_relaxed);
+  return value != 0 && wants_poke(value) && flag.exchange(0, std::memory_order_relaxed) != 0;
 }
 
 }  // namespace
@@ -129,13 +132,11 @@ uint64_t StreamRing::Writable() {
 bool StreamRing::Publish(uint64_t n) {
   head_ += n;
   header_->head.store(head_, std::memory_order_release);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  const uint32_t sleeping = header_->reader_sleeping.load(std::memory_order_relaxed);
-  if (sleeping == 0) return false;
   // A dozing reader's tail is where it stopped reading: it reads nothing
   // while it dozes. A tail it moved wrongly only wakes it early.
-  if (sleeping == kReaderDozes && head_ - header_->tail.load(std::memory_order_acquire) < size_ / 8) return false;
-  return header_->reader_sleeping.exchange(0, std::memory_order_relaxed) != 0;
+  return TakeFlagAfterPublishing(header_->reader_sleeping, [&](uint32_t how) {
+    return how != kReaderDozes || head_ - header_->tail.load(std::memory_order_acquire) >= size_ / 8;
+  });
 }
 
 uint64_t StreamRing::WaitForRoom() {
@@ -156,7 +157,7 @@ std::span<const uint8_t> StreamRing::Readable() {
 bool StreamRing::Release(uint64_t n) {
   tail_ += n;
   header_->tail.store(tail_, std::memory_order_release);
-  return TakeFlagAfterPublishing(header_->writer_waiting);
+  return TakeFlagAfterPublishing(header_->writer_waiting, [](uint32_t) { return true; });
 }
 
 bool StreamRing::SleepUnlessReadable(uint64_t want, bool doze) {
