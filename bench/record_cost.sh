@@ -19,6 +19,9 @@ fi
 build=$1 producers=$2 seconds=$3 rate=${4:-0}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The producers use BUILD_DIR's libudiag, whatever their RUNPATH says, so
+# that a build copied elsewhere for an A/B run brings its own.
+export LD_LIBRARY_PATH="$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 setsid "$build/bin/udiagd" --dir "$work/daemon" ${UDIAGD_ARGS:-} >/dev/null 2>&1 &
