@@ -31,6 +31,20 @@ inline constexpr size_t kHeaderBytes = 4096;  // data starts one page in
 inline constexpr uint32_t kMinDataSize = 4096;
 inline constexpr uint32_t kMaxDataSize = 64u << 20;
 
+// What a consumer's `consumer_sleeping` says (the producer reads it at
+// each commit):
+//   kConsumerAwake   it polls the ring on its own;
+//   kConsumerSleeps  it waits for the next commit's poke;
+//   kConsumerDozes   it polls rarely and wants a poke only once a page
+//                    opens with an eighth of the ring unread, so that a
+//                    burst wakes it before the ring fills. Set only for
+//                    rings whose producer says kRingWakesDozingConsumer.
+inline constexpr uint32_t kConsumerAwake = 0;
+inline constexpr uint32_t kConsumerSleeps = 1;
+inline constexpr uint32_t kConsumerDozes = 2;
+// Bits of RingHeader::features.
+inline constexpr uint32_t kRingWakesDozingConsumer = 1;
+
 // Timestamp domain of the events' times, chosen by the producer.
 enum class ClockDomain : uint32_t {
   kTsc = 0,        // raw invariant TSC ticks (rdtsc); the daemon converts
@@ -44,6 +58,7 @@ struct RingHeader {
   uint32_t data_size;  // bytes in the data area, a power of two
   uint32_t tid;        // producer thread (checked against the peer's pid)
   uint32_t clock;      // ClockDomain
+  uint32_t features;   // kRingWakesDozingConsumer; 0 from older producers
 
   // Bytes committed since creation (producer-owned, monotonic).
   alignas(64) std::atomic<uint64_t> head;
@@ -51,8 +66,9 @@ struct RingHeader {
   alignas(64) std::atomic<uint64_t> tail;
   // Records the producer dropped because the ring was full.
   alignas(64) std::atomic<uint64_t> lost;
-  // Set by the daemon before it sleeps; the producer that sees it set swaps
-  // it back to 0 and pokes the wake eventfd, once.
+  // kConsumerAwake, kConsumerSleeps or kConsumerDozes, set by the daemon;
+  // the producer that pokes the wake eventfd swaps it back to
+  // kConsumerAwake, so that it pokes once.
   std::atomic<uint32_t> consumer_sleeping;
   // Set by the producer when its thread exits; the daemon frees the ring once
   // it is drained.

@@ -36,8 +36,9 @@ struct FixedFields {
   uint32_t data_size;
   uint32_t tid;
   uint32_t clock;
+  uint32_t features;
 };
-static_assert(offsetof(RingHeader, clock) + sizeof(uint32_t) == sizeof(FixedFields));
+static_assert(offsetof(RingHeader, features) + sizeof(uint32_t) == sizeof(FixedFields));
 
 }  // namespace
 
@@ -75,11 +76,12 @@ base::ErrorOr<std::unique_ptr<RingReader>> RingReader::Map(int memfd) {
     return base::Errno{error};
   }
   return std::unique_ptr<RingReader>(new RingReader(base, file_bytes, fixed.data_size, fixed.tid,
-                                                    static_cast<ClockDomain>(fixed.clock), tail));
+                                                    static_cast<ClockDomain>(fixed.clock), tail,
+                                                    (fixed.features & kRingWakesDozingConsumer) != 0));
 }
 
 RingReader::RingReader(void* base, size_t map_bytes, uint32_t data_size, uint32_t tid,
-                       ClockDomain clock, uint64_t tail)
+                       ClockDomain clock, uint64_t tail, bool wakes_dozing_consumer)
     : header_(static_cast<RingHeader*>(base)),
       data_(static_cast<const uint8_t*>(base) + kHeaderBytes),
       map_bytes_(map_bytes),
@@ -87,6 +89,7 @@ RingReader::RingReader(void* base, size_t map_bytes, uint32_t data_size, uint32_
       mask_(data_size - 1),
       tid_(tid),
       clock_(clock),
+      wakes_dozing_consumer_(wakes_dozing_consumer),
       tail_(tail),
       published_tail_(tail),
       head_(tail),
@@ -156,10 +159,22 @@ bool RingReader::empty() const {
 
 void RingReader::SetConsumerSleeping(bool sleeping) {
   if (sleeping) {
-    header_->consumer_sleeping.store(1, std::memory_order_seq_cst);
+    header_->consumer_sleeping.store(kConsumerSleeps, std::memory_order_seq_cst);
   } else {
-    header_->consumer_sleeping.store(0, std::memory_order_relaxed);
+    header_->consumer_sleeping.store(kConsumerAwake, std::memory_order_relaxed);
   }
+}
+
+bool RingReader::SetConsumerDozing(bool dozing) {
+  // A ring of one page cannot poke: it opens a page only once all is read.
+  if (!wakes_dozing_consumer_ || size_ < 2 * kRingPageSize) return !dozing;
+  // Written only when it changes: the producer reads this line at every
+  // commit, and a write takes it from the producer's cache.
+  const uint32_t want = dozing ? kConsumerDozes : kConsumerAwake;
+  if (header_->consumer_sleeping.load(std::memory_order_relaxed) != want) {
+    header_->consumer_sleeping.store(want, std::memory_order_relaxed);
+  }
+  return true;
 }
 
 }  // namespace udiag::ring

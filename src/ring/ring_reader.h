@@ -219,6 +219,11 @@ class RingReader {
   // so, sleep with a timeout: producers read the flag without a fence (see
   // RingWriter::Commit).
   void SetConsumerSleeping(bool sleeping);
+  // While awake: whether the producer is to poke only once a burst has
+  // filled an eighth of the ring (kConsumerDozes). False when asked to
+  // doze but the producer does not say it pokes a dozing consumer: then
+  // the consumer must keep polling as often as a burst needs.
+  bool SetConsumerDozing(bool dozing);
 
   uint32_t tid() const { return tid_; }
   ClockDomain clock() const { return clock_; }
@@ -227,7 +232,7 @@ class RingReader {
   friend class RingReaderTestPeer;
 
   RingReader(void* base, size_t map_bytes, uint32_t data_size, uint32_t tid, ClockDomain clock,
-             uint64_t tail);
+             uint64_t tail, bool wakes_dozing_consumer);
 
   // Copies out and checks the next event's header and finds its payload
   // (checked to lie within the committed bytes of its page); false when
@@ -270,6 +275,7 @@ class RingReader {
   const uint64_t mask_;
   const uint32_t tid_;
   const ClockDomain clock_;
+  const bool wakes_dozing_consumer_;  // kRingWakesDozingConsumer
   uint64_t tail_;            // private: the shared copy is never read back
   uint64_t published_tail_;  // last value stored to the shared tail
   uint64_t head_;            // last checked snapshot of the shared head

@@ -268,6 +268,78 @@ TEST(RingReaderTest, SleepAndWakeHandshake) {
   EXPECT_EQ(DrainAll(*reader).size(), 3u);
 }
 
+// A dozing consumer is poked by the first commit of a page that opens with
+// an eighth of the ring unread, once, and again only after it has read.
+TEST(RingReaderTest, ADozingConsumerIsPokedOnceAnEighthIsUnread) {
+  TestRing ring(64 << 10);  // an eighth: two pages
+  RingWriter writer;
+  writer.Attach(ring.base());
+  auto reader = ring.Reader();
+  ASSERT_NE(reader, nullptr);
+  ASSERT_TRUE(reader->SetConsumerDozing(true));
+  EXPECT_EQ(ring.header()->consumer_sleeping.load(), kConsumerDozes);
+  const std::vector<uint8_t> payload(100);
+  // Writes until head reaches `until`; the heads after the commits that poked.
+  auto heads_at_pokes = [&](uint64_t until) {
+    std::vector<uint64_t> heads;
+    while (ring.header()->head.load() < until) {
+      uint8_t* at = writer.Reserve(payload.size(), 1, 0, 0);
+      EXPECT_NE(at, nullptr);
+      if (at == nullptr) break;
+      if (writer.Commit()) heads.push_back(ring.header()->head.load());
+    }
+    return heads;
+  };
+  std::vector<uint64_t> pokes = heads_at_pokes(4 * 4096);
+  ASSERT_EQ(pokes.size(), 1u);
+  EXPECT_GT(pokes[0], 2 * 4096u) << "not before the third page";
+  EXPECT_LT(pokes[0], 2 * 4096u + 200) << "its first event";
+
+  DrainAll(*reader);  // the tail is now in page 4
+  ASSERT_TRUE(reader->SetConsumerDozing(true));
+  pokes = heads_at_pokes(9 * 4096);
+  ASSERT_EQ(pokes.size(), 1u);
+  EXPECT_GT(pokes[0], 7 * 4096u) << "two pages' worth past the tail";
+  EXPECT_LT(pokes[0], 7 * 4096u + 200);
+
+  reader->SetConsumerDozing(false);
+  EXPECT_EQ(ring.header()->consumer_sleeping.load(), kConsumerAwake);
+}
+
+// Each commit says whether it took the flag and must poke.
+TEST(RingReaderTest, TheCommitThatTakesTheDozersFlagPokes) {
+  TestRing ring(16 << 10);  // an eighth is less than a page: every page open
+  RingWriter writer;
+  writer.Attach(ring.base());
+  auto reader = ring.Reader();
+  ASSERT_NE(reader, nullptr);
+  ASSERT_TRUE(reader->SetConsumerDozing(true));
+  const std::vector<uint8_t> big(4000);  // a page each
+  ASSERT_TRUE(Write(writer, 1, 0, big, 0));
+  ASSERT_NE(writer.Reserve(big.size(), 1, 0, 0), nullptr);
+  EXPECT_TRUE(writer.Commit()) << "the second page opened with the first unread";
+  ASSERT_NE(writer.Reserve(8, 1, 0, 0), nullptr);
+  EXPECT_FALSE(writer.Commit()) << "once";
+}
+
+// A producer that does not say it pokes a dozing consumer, or a ring of one
+// page (which cannot open a page with anything unread), keeps its consumer
+// polling.
+TEST(RingReaderTest, OnlyARingThatPokesADozerLetsItsConsumerDoze) {
+  TestRing older(64 << 10);
+  older.header()->features = 0;
+  auto reader = older.Reader();
+  ASSERT_NE(reader, nullptr);
+  EXPECT_FALSE(reader->SetConsumerDozing(true));
+  EXPECT_EQ(older.header()->consumer_sleeping.load(), kConsumerAwake);
+  EXPECT_TRUE(reader->SetConsumerDozing(false));
+
+  TestRing one_page(4096);
+  auto small = one_page.Reader();
+  ASSERT_NE(small, nullptr);
+  EXPECT_FALSE(small->SetConsumerDozing(true));
+}
+
 TEST(RingReaderTest, DrainHeadsHandsEachPayloadOutBeforeReleasingIt) {
   TestRing ring(8192);
   RingWriter writer;

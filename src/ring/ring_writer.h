@@ -8,7 +8,8 @@
 // Fast path, for an event on the same cpu that fits in the open page: three
 // compares, the event and common header words, the caller's payload copy, a
 // release store of head and one relaxed load of consumer_sleeping. Room in
-// the ring is looked for only when a page is opened.
+// the ring is looked for only when a page is opened, and so is whether a
+// dozing consumer is due a poke.
 #pragma once
 
 #include <fcntl.h>
@@ -50,6 +51,7 @@ class RingWriter {
     cached_tail_ = head_ - size_;  // full until the first page reads the tail
     reserved_ = 0;
     gave_up_at_tail_ = UINT64_MAX;
+    dozer_due_poke_ = false;
   }
   bool attached() const { return header_ != nullptr; }
 
@@ -71,8 +73,9 @@ class RingWriter {
     return PutEvent(0, padded, static_cast<uint32_t>(delta), type, timestamp);
   }
 
-  // Publishes the reserved event. Returns true when the consumer said it
-  // sleeps and this call took that flag: the caller must then wake it.
+  // Publishes the reserved event. Returns true when the consumer sleeps, or
+  // dozes and the page this event opened found an eighth of the ring
+  // unread, and this call took that flag: the caller must then wake it.
   //
   // The flag is read without a fence after the head store, so a consumer that
   // goes to sleep at the same moment can miss this event's wake-up: the
@@ -84,8 +87,10 @@ class RingWriter {
     last_timestamp_ = reserved_timestamp_;
     head_ = page_start_ + sizeof(PageHeader) + page_used_;
     header_->head.store(head_, std::memory_order_release);
-    if (header_->consumer_sleeping.load(std::memory_order_relaxed) != 0) [[unlikely]] {
-      return header_->consumer_sleeping.exchange(0, std::memory_order_acq_rel) != 0;
+    const uint32_t consumer = header_->consumer_sleeping.load(std::memory_order_relaxed);
+    if (consumer != kConsumerAwake && (consumer == kConsumerSleeps || dozer_due_poke_)) [[unlikely]] {
+      dozer_due_poke_ = false;
+      return header_->consumer_sleeping.exchange(kConsumerAwake, std::memory_order_acq_rel) != kConsumerAwake;
     }
     return false;
   }
@@ -170,7 +175,16 @@ class RingWriter {
     last_timestamp_ = timestamp;
     const PageHeader header{timestamp, uint64_t{cpu} << 32};
     std::memcpy(page_, &header, sizeof(header));
+    dozer_due_poke_ = header_->consumer_sleeping.load(std::memory_order_relaxed) == kConsumerDozes &&
+                      EighthUnread();
     return true;
+  }
+
+  // Whether an eighth of the ring is unread, by the shared tail (the cached
+  // one may be far behind).
+  [[gnu::noinline]] bool EighthUnread() {
+    cached_tail_ = std::max(cached_tail_, std::min(header_->tail.load(std::memory_order_relaxed), head_));
+    return head_ - cached_tail_ >= size_ / 8;
   }
 
   // True when the page at head_ is free, re-reading the shared tail if the
@@ -225,6 +239,7 @@ class RingWriter {
   uint32_t reserved_ = 0;        // bytes of the open reservation
   uint64_t reserved_timestamp_ = 0;
   uint64_t gave_up_at_tail_ = UINT64_MAX;  // the tail a wait timed out at
+  bool dozer_due_poke_ = false;            // the next Commit pokes a dozing consumer
 };
 
 struct RingMapping {
@@ -258,6 +273,7 @@ inline int CreateRing(uint32_t data_size, uint32_t tid, ClockDomain clock, RingM
   header->data_size = data_size;
   header->tid = tid;
   header->clock = static_cast<uint32_t>(clock);
+  header->features = kRingWakesDozingConsumer;
   if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     const int err = errno;
     munmap(base, bytes);

@@ -36,10 +36,14 @@ using base::ScopedFd;
 // kTurnBytes of ring wait per turn (a sixteenth of the default ring): fewer,
 // larger drains cost less than many small ones (each wake-up is a context
 // switch, and draining right behind a producer bounces its cache lines).
-// Back off when they go quiet, and sleep (producers wake us) after a
-// stretch of silence.
+// Polls further apart than kMaxPollNs doze: a burst could fill a ring
+// meanwhile, so every ring's producer must poke us once an eighth of its
+// ring is unread (kConsumerDozes); a slow producer then costs a wake-up
+// every kMaxDozeNs, not every millisecond. Back off when they go quiet, and
+// sleep (producers wake us) after a stretch of silence.
 constexpr uint64_t kMinPollNs = 50'000;
 constexpr uint64_t kMaxPollNs = 1'000'000;
+constexpr uint64_t kMaxDozeNs = 20'000'000;
 constexpr uint64_t kTurnBytes = 256 << 10;
 constexpr uint64_t kIdleBeforeSleepNs = 20'000'000;
 // Safety net for a wake-up lost to the producer's unfenced check.
@@ -51,7 +55,7 @@ constexpr uint64_t kAckTimeoutNs = 1'000'000'000;
 // kTurnBytes per turn.
 uint64_t PollIntervalFor(uint64_t bytes, uint64_t elapsed_ns) {
   if (bytes == 0) return kMinPollNs;
-  return std::clamp<uint64_t>(kTurnBytes * elapsed_ns / bytes, kMinPollNs, kMaxPollNs);
+  return std::clamp<uint64_t>(kTurnBytes * elapsed_ns / bytes, kMinPollNs, kMaxDozeNs);
 }
 
 // A per-user daemon's directory must be ours and private; a system one ours
@@ -235,7 +239,10 @@ int Server::Run() {
       last_activity = now;
       poll_ns = PollIntervalFor(drained.bytes, now - last_turn);
     } else {
-      poll_ns = std::min(poll_ns * 2, kMaxPollNs);
+      poll_ns = std::min(poll_ns * 2, kMaxDozeNs);
+    }
+    if (!SetRingsDozing(poll_ns > kMaxPollNs)) poll_ns = std::min(poll_ns, kMaxPollNs);
+    if (drained.records == 0) {
       if (now - last_activity > kIdleBeforeSleepNs && deferred_.empty()) {
         SetRingsSleeping(true);
         // Anything committed before the flag was visible is drained now.

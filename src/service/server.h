@@ -250,6 +250,9 @@ class Server : public EventRegistry::Observer {
   void PumpRecordStreams();
   void ResolveDeferred(bool force_expired);
   void SetRingsSleeping(bool sleeping);
+  // RingReader::SetConsumerDozing for every ring; false when some ring's
+  // producer would not poke a dozing daemon.
+  bool SetRingsDozing(bool dozing);
   std::string CommOf(uint32_t tid) const;
   std::string TaskComm(uint32_t tid) const;
   void RememberComm(pid_t pid, uint32_t tid);

@@ -67,6 +67,12 @@ void Server::SetRingsSleeping(bool sleeping) {
   for (auto& r : rings_) r.reader->SetConsumerSleeping(sleeping);
 }
 
+bool Server::SetRingsDozing(bool dozing) {
+  bool all = true;
+  for (auto& r : rings_) all &= r.reader->SetConsumerDozing(dozing);
+  return all;
+}
+
 // Drains every ring in rounds of at most kRoundRecords records per ring. Each
 // round publishes the rings' tails, so a fast producer gets its space back
 // while we work, and bounds the memory a round holds; the rounds of one pass
