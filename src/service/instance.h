@@ -52,7 +52,8 @@ class RecordTaker {
   virtual void TakePage(const EntryMeta& meta, CheckedPage& page, uint64_t lost_before) = 0;
   // A page where TakePage sends a page of `cpu` without copying it (the
   // record stream's pool, or its file's pages), to copy a producer's page
-  // into and check it there, or null when none is free. TakePage takes such
+  // into and check it there, or null when none is free (or the page would
+  // not go next in its file's memory). TakePage takes such
   // a page back, as does GiveBackPage when it is not taken whole.
   virtual uint8_t* LendPage(uint16_t cpu) {
     (void)cpu;

@@ -135,7 +135,11 @@ bool PageFileWriter::Owns(const uint8_t* page) const { return SlabOf(page) != kN
 
 void PageFileWriter::GiveBack(const uint8_t* page) {
   const size_t slab = SlabOf(page);
-  if (--slabs_[slab].held == 0 && slabs_[slab].cpu == kNoCpu) free_slabs_.push_back(slab);
+  Slab& from = slabs_[slab];
+  // The page cut last is cut again next: a hole between the pages written
+  // would split their write into one more segment.
+  if (from.cpu != kNoCpu && page == SlabStart(slab) + kPageBytes * (from.cut - 1)) --from.cut;
+  if (--from.held == 0 && from.cpu == kNoCpu) free_slabs_.push_back(slab);
 }
 
 bool PageFileWriter::Append(uint32_t cpu, uint8_t* page) {

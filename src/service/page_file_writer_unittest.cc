@@ -130,6 +130,19 @@ TEST_F(PageFileWriterTest, EachCpuCutsPagesInAddressOrderFromASlabReusedOnceAllF
   EXPECT_EQ(writer_->Lend(0), first[0]) << "now it is all free";
 }
 
+// A page given back (not taken whole after all) leaves no hole in the run
+// of pages a write sends as one segment, when it was the last one cut.
+TEST_F(PageFileWriterTest, APageGivenBackRightAfterItWasCutIsCutAgain) {
+  uint8_t* const first = writer_->Lend(0);
+  uint8_t* const second = writer_->Lend(0);
+  ASSERT_EQ(second, first + kPage);
+  writer_->GiveBack(second);
+  EXPECT_EQ(writer_->Lend(0), second);
+  uint8_t* const third = writer_->Lend(0);
+  writer_->GiveBack(second);  // cut before the last one: a hole that stays
+  EXPECT_EQ(writer_->Lend(0), third + kPage);
+}
+
 TEST_F(PageFileWriterTest, LendsNoMoreThanMaxPagesAndCountsWhatIsFree) {
   // Lent to one cpu, every page can be; counted as free for any cpu, all
   // but a slab for each cpu, which a cpu may need before it cuts a page.

@@ -355,7 +355,15 @@ uint32_t RecordStreamSender::PoolSlotOf(const uint8_t* page) const {
 }
 
 uint8_t* RecordStreamSender::LendPage(uint16_t cpu) {
-  if (file_) return file_->Lend(std::min<uint32_t>(cpu, cpu_limit_ - 1));
+  if (file_) {
+    // The cpu's page of single records goes to the file before this one
+    // and is lent only then: lent now, this page would come first in
+    // memory and second in the file, and split the write (TakePage copies
+    // the page into one lent in order instead).
+    const uint32_t to_cpu = std::min<uint32_t>(cpu, cpu_limit_ - 1);
+    if (to_cpu < page_of_cpu_.size() && page_of_cpu_[to_cpu] && !page_of_cpu_[to_cpu]->encoder.empty()) return nullptr;
+    return file_->Lend(to_cpu);
+  }
   if (free_pool_.empty() && !pool_in_stream_.empty()) {
     ring_->Writable();  // reads the reader's tail
     while (!pool_in_stream_.empty() && pool_in_stream_.front().frame_end <= ring_->read_by_reader()) {

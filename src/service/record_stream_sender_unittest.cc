@@ -281,6 +281,24 @@ class SenderFixture : public ::testing::Test {
 
   const bool pages_;
   base::ScopedFd file_;  // file mode: the recorder's file
+  // A page of `count` records from seq `first`, built in `at` as the drain
+  // loop leaves a producer's page it checked there.
+  CheckedPage PageOf(uint8_t* at, uint64_t first, uint64_t count) {
+    record::tracedat::PageEncoder encoder;
+    for (uint64_t seq = first; seq < first + count; ++seq) EXPECT_TRUE(encoder.Append(seq, Record(seq)));
+    encoder.FinishInto(at);
+    CheckedPage page;
+    page.page = at;
+    uint64_t commit;
+    std::memcpy(&commit, at + 8, sizeof(commit));
+    page.data_bytes = static_cast<uint32_t>(commit);
+    page.events = static_cast<uint32_t>(count);
+    page.only_type = event_->id;
+    page.type_count = 1;
+    page.types[0] = static_cast<uint16_t>(event_->id);
+    return page;
+  }
+
   base::ScopedFd wake_;
   StatusPage page_;
   RecordingObserver observer_;
@@ -310,23 +328,6 @@ class PoolPageSenderTest : public SenderFixture {
   static constexpr uint64_t kPoolPages = 4;
   PoolPageSenderTest() : SenderFixture(true, kPoolPages) {}
 
-  // A page of `count` records from seq `first`, built in `at` as the drain
-  // loop leaves a producer's page it checked there.
-  CheckedPage PageOf(uint8_t* at, uint64_t first, uint64_t count) {
-    record::tracedat::PageEncoder encoder;
-    for (uint64_t seq = first; seq < first + count; ++seq) EXPECT_TRUE(encoder.Append(seq, Record(seq)));
-    encoder.FinishInto(at);
-    CheckedPage page;
-    page.page = at;
-    uint64_t commit;
-    std::memcpy(&commit, at + 8, sizeof(commit));
-    page.data_bytes = static_cast<uint32_t>(commit);
-    page.events = static_cast<uint32_t>(count);
-    page.only_type = event_->id;
-    page.type_count = 1;
-    page.types[0] = static_cast<uint16_t>(event_->id);
-    return page;
-  }
 };
 
 TEST_P(RecordStreamSenderTest, AFullRingResumesMidFrame) {
@@ -729,6 +730,29 @@ TEST_F(FileSenderTest, APageOfSeveralTypesComesWithItsPage) {
   ASSERT_EQ(::pread(file_.get(), on_disk.data(), on_disk.size(), static_cast<off_t>(kRegionBytes)),
             static_cast<ssize_t>(on_disk.size()));
   EXPECT_EQ(d.file_pages[0][0], on_disk) << "for the recorder to count it by type";
+}
+
+// A page checked for whole taking after single records of its cpu is lent
+// only once their page has gone: lent before it, it would lie before it in
+// memory and after it in the file, two write segments instead of one.
+TEST_F(FileSenderTest, NoPageIsLentAheadOfTheCpusPageOfSingleRecords) {
+  instance_.set_taker(&*sender_);
+  uint8_t* const free_page = sender_->LendPage(0);
+  ASSERT_NE(free_page, nullptr);
+  sender_->GiveBackPage(free_page);
+  KeepRecords(0, 3);
+  EXPECT_EQ(sender_->LendPage(0), nullptr);
+  uint8_t* const other_cpu = sender_->LendPage(1);
+  EXPECT_NE(other_cpu, nullptr) << "its page of single records is cpu 0's";
+  sender_->GiveBackPage(other_cpu);
+
+  std::vector<uint8_t> own(ipc::kStreamPageSize);
+  CheckedPage page = PageOf(own.data(), 3, 5);
+  sender_->TakePage({3, 1, 2, 0}, page, 0);
+  Decoded d = EndAndReadUntilSynced();
+  std::vector<uint64_t> seqs = SeqsInFile(0, d.on_disk[0]);
+  ASSERT_EQ(seqs.size(), 8u);
+  for (uint64_t i = 0; i < seqs.size(); ++i) EXPECT_EQ(seqs[i], i);
 }
 
 TEST_F(FileSenderTest, AFailedWriteIsReportedAndLaterPagesCountAsLost) {
