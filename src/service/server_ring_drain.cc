@@ -39,11 +39,13 @@ constexpr size_t kMaxStagedPages = kRoundStagedRecords / ring::RingReader::kPage
 // after that they are taken one by one. As long as a record stream keeps
 // a page it is filling (RecordStreamSender::kPageFlushNs).
 constexpr uint64_t kOpenPageHoldNs = 100'000'000;
-// A page whose events span longer than this is taken event by event: a
-// thread that slow shares its cpu with others within a page (it sleeps, or
-// is preempted), and whole pages of two threads on one cpu that overlap in
-// time would show time going back within the cpu. Threads fast enough to
-// cost the daemon much fill a page in a few µs.
+// While several rings are drained, a page whose events span longer than
+// this is taken event by event: a thread that slow shares its cpu with
+// others within a page (it sleeps, or is preempted), and whole pages of two
+// threads on one cpu that overlap in time would show time going back within
+// the cpu. Threads fast enough to cost the daemon much fill a page in a few
+// µs. A lone ring's pages overlap nobody's: they go whole however long
+// they span.
 constexpr uint64_t kMaxWholePageSpanNs = 50'000;
 
 // Builds a record at `record`: the common header the kernel puts in front
@@ -308,7 +310,7 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
     StagedPage staged{{}, page, writable, now_stamp, tsc, lent != nullptr};
     if (!PageLine(tsc, head.timestamp, now_stamp, &line) ||
         !CheckPage(copy, src.tid, now_stamp, event_of, line, &staged.checked) ||
-        staged.checked.span_ns > kMaxWholePageSpanNs) {
+        (!delivered_now && staged.checked.span_ns > kMaxWholePageSpanNs)) {
       if (lent) taker->GiveBackPage(lent);
       ring::RingReader::StageEventsOfPage(page, take_record);
       return;
@@ -323,13 +325,14 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
       staged_pages_.push_back(staged);
     }
   };
-  // An open page whose first event is older than a whole page may span is
-  // a slow thread's: taken event by event at once, like its pages.
+  // Among several rings, an open page whose first event is older than a
+  // whole page may span is a slow thread's: taken event by event at once,
+  // like its pages.
   const uint64_t now = base::MonotonicNs();
   const uint64_t span = tsc ? tsc_clock_.TicksIn(kMaxWholePageSpanNs) : kMaxWholePageSpanNs;
+  const uint64_t held_if_since = !delivered_now && latest > span ? latest - span : 0;
   const size_t drained =
-      src.reader->StagePages(take_record, take_page, max_records, HoldsOpenPage(src, now), latest > span ? latest - span : 0,
-                             page_weight_);
+      src.reader->StagePages(take_record, take_page, max_records, HoldsOpenPage(src, now), held_if_since, page_weight_);
   if (src.reader->holding_open_page() && src.held_at != src.reader->position()) {
     src.held_at = src.reader->position();
     src.held_since_ns = now;

@@ -29,6 +29,23 @@ trace-cmd report -R "$T/t.dat" 2>&1 | grep -q 'packet: *kind=65 bytes=ARRAY\[de,
 grep -q 'example_cpp-' "$T/report" || fail "trace-cmd report does not name the task"
 trace-cmd report --check-events "$T/t.dat" >/dev/null 2>&1 || fail "trace-cmd report --check-events"
 
+# 1b. A lone producer that pauses between bursts: the daemon keeps its
+# pages whole although they span the pauses (nobody else's events can fall
+# between). trace-cmd reads every event, in order, its time never going back.
+"$UDIAG" record -e counted -o "$T/paced.dat" -- "$BIN_DIR/counting_producer" 20000 2000 2>"$T/err" ||
+  { cat "$T/err"; fail "record a paced producer"; }
+grep -q ' 0 lost' "$T/err" || { cat "$T/err"; fail "the paced recording lost events"; }
+trace-cmd report "$T/paced.dat" 2>/dev/null | awk '
+  BEGIN { n = 0 }
+  / counted: / {
+    t = $3; sub(/:$/, "", t); seq = $NF; sub(/^seq=/, "", seq)
+    if (seq + 0 != n) { print "event " n " is seq " seq; bad = 1; exit }
+    if (n > 0 && t + 0 < last + 0) { print "time goes back at seq " seq; bad = 1; exit }
+    last = t; n++
+  }
+  END { if (!bad && n != 20000) { print n " events"; bad = 1 } exit bad }' ||
+  fail "trace-cmd does not read the paced producer's 20000 events in order"
+
 # 2. udiag report reads it back, as text and JSON.
 "$UDIAG" report "$T/t.dat" >"$T/ureport" || fail "udiag report"
 [ "$(grep -c 'http_request: status=' "$T/ureport")" = 4 ] || { cat "$T/ureport"; fail "udiag report lacks events"; }
