@@ -156,6 +156,10 @@ dd if=/dev/zero of="$OUT/dd.bin" bs=1M count=2048 oflag=direct 2>"$OUT/dd.err"
 rm -f "$OUT/dd.bin"
 # The same offered load for both, one LTTng-UST keeps up with: who loses
 # what, at what consumer cost, with the producers' speed out of the way.
+echo "running udiag record of one flood producer at 1 M events/s ($SECS s)..." >&2
+record_run record1_1m "" "$BIN/flood_producer" "$SECS" 1000000
+echo "running an LTTng-UST session of one flood producer at 1 M events/s ($SECS s)..." >&2
+lttng_record_run lttng1_1m 1 1000000
 echo "running udiag record of one flood producer at 4 M events/s ($SECS s)..." >&2
 record_run record1_4m "" "$BIN/flood_producer" "$SECS" 4000000
 echo "running an LTTng-UST session of one flood producer at 4 M events/s ($SECS s)..." >&2
@@ -378,6 +382,7 @@ def side_row(label, r, consumer_s):
           f"| {1e9 * consumer_s / max(r['recorded'], 1):.0f} | {mbs:,.0f}{share} |")
     return r["recorded"]
 for case, ours, theirs in (("1 producer process", "record1", "lttng1"),
+                           ("1 producer process paced at 1 M events/s", "record1_1m", "lttng1_1m"),
                            ("1 producer process paced at 4 M events/s", "record1_4m", "lttng1_4m"),
                            ("8 producer processes", "record8", "lttng8")):
     kept = {}
