@@ -33,9 +33,10 @@ using base::ErrorOr;
 using base::ScopedFd;
 
 // Drain pacing: while producers are active, poll often enough that about
-// kTurnBytes of ring wait per turn (a sixteenth of the default ring): fewer,
-// larger drains cost less than many small ones (each wake-up is a context
-// switch, and draining right behind a producer bounces its cache lines).
+// kTurnBytes of ring wait per turn (a quarter of the default ring; a
+// dozing daemon is poked at an eighth): fewer, larger drains cost less than
+// many small ones (each wake-up is a context switch, tens of µs in a VM, and
+// draining right behind a producer bounces its cache lines).
 // Polls further apart than kMaxPollNs doze: a burst could fill a ring
 // meanwhile, so every ring's producer must poke us once an eighth of its
 // ring is unread (kConsumerDozes); a slow producer then costs a wake-up
@@ -44,7 +45,7 @@ using base::ScopedFd;
 constexpr uint64_t kMinPollNs = 50'000;
 constexpr uint64_t kMaxPollNs = 1'000'000;
 constexpr uint64_t kMaxDozeNs = 20'000'000;
-constexpr uint64_t kTurnBytes = 256 << 10;
+constexpr uint64_t kTurnBytes = 1 << 20;
 constexpr uint64_t kIdleBeforeSleepNs = 20'000'000;
 // Safety net for a wake-up lost to the producer's unfenced check.
 constexpr uint64_t kSleepTimeoutNs = 250'000'000;
