@@ -181,9 +181,10 @@ class RingWriter {
   }
 
   // Whether an eighth of the ring is unread, by the shared tail (the cached
-  // one may be far behind).
+  // one may be far behind). Acquire: HasFreePage frees pages by the cached
+  // tail, after the reader's last read of them.
   [[gnu::noinline]] bool EighthUnread() {
-    cached_tail_ = std::max(cached_tail_, std::min(header_->tail.load(std::memory_order_relaxed), head_));
+    cached_tail_ = std::max(cached_tail_, std::min(header_->tail.load(std::memory_order_acquire), head_));
     return head_ - cached_tail_ >= size_ / 8;
   }
 

@@ -243,16 +243,14 @@ int Server::Run() {
       poll_ns = std::min(poll_ns * 2, kMaxDozeNs);
     }
     if (!SetRingsDozing(poll_ns > kMaxPollNs)) poll_ns = std::min(poll_ns, kMaxPollNs);
-    if (drained.records == 0) {
-      if (now - last_activity > kIdleBeforeSleepNs && deferred_.empty()) {
-        SetRingsSleeping(true);
-        // Anything committed before the flag was visible is drained now.
-        if (DrainRings().records == 0) {
-          sleeping = true;
-        } else {
-          SetRingsSleeping(false);
-          last_activity = now;
-        }
+    if (drained.records == 0 && now - last_activity > kIdleBeforeSleepNs && deferred_.empty()) {
+      SetRingsSleeping(true);
+      // Anything committed before the flag was visible is drained now.
+      if (DrainRings().records == 0) {
+        sleeping = true;
+      } else {
+        SetRingsSleeping(false);
+        last_activity = now;
       }
     }
     last_turn = now;
