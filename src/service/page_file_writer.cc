@@ -195,8 +195,7 @@ bool PageFileWriter::Writing() {
 
 int PageFileWriter::error() {
   if (error_ != 0) return error_;
-  std::lock_guard lock(shared_->mutex);
-  return shared_->error;
+  return shared_->error.load(std::memory_order_acquire);
 }
 
 void PageFileWriter::TakeProgress(std::vector<Progress>* out) {

@@ -17,6 +17,7 @@
 // ends or slows that recording.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -113,7 +114,8 @@ class PageFileWriter {
     std::vector<bool> grew;               // by cpu, since TakeProgress
     bool writing = false;
     bool stopping = false;
-    int error = 0;
+    // Set under `mutex`, once; read without it, as Append checks it per page.
+    std::atomic<int> error = 0;
   };
 
   PageFileWriter(std::shared_ptr<Shared> shared, uint64_t region_bytes, uint32_t cpus, size_t max_pages);
