@@ -183,6 +183,7 @@ record::tracedat::PageEncoder* RecordStreamSender::StartRun(const Event& event, 
   }
   if (event.id != last_type_ || meta.tid != last_tid_) AnnounceSender(event, meta.pid, meta.tid);
   run_page_ = page_of_cpu_[slot].get();
+  BuildInFilePage(slot, *run_page_);
   return &run_page_->encoder;
 }
 
@@ -246,8 +247,10 @@ void RecordStreamSender::EncodeRecord(uint16_t cpu, uint64_t timestamp, uint64_t
     if (!page->encoder.empty()) AppendPage(slot, *page);
     page->encoder.MarkLostBefore(lost);
   }
+  BuildInFilePage(slot, *page);
   if (!page->encoder.Append(timestamp, record)) {
     AppendPage(slot, *page);
+    BuildInFilePage(slot, *page);
     page->encoder.Append(timestamp, record);  // fits: an empty page takes MaxDataSize
   }
   uint16_t type;
@@ -287,7 +290,7 @@ void RecordStreamSender::AppendPage(uint32_t cpu, CpuPage& page) {
     page.encoder.FinishInto(AppendPageFrame(frame));
     return;
   }
-  uint8_t* const to = file_->Lend(cpu);
+  uint8_t* const to = page.file_page ? std::exchange(page.file_page, nullptr) : file_->Lend(cpu);
   if (!to) {  // every page is on its way to the disk: as a full buffer drops
     uint8_t scratch[ipc::kStreamPageSize];
     page.encoder.FinishInto(scratch);
@@ -296,6 +299,12 @@ void RecordStreamSender::AppendPage(uint32_t cpu, CpuPage& page) {
   }
   page.encoder.FinishInto(to);
   SendToFile(cpu, to, frame);
+}
+
+void RecordStreamSender::BuildInFilePage(uint32_t cpu, CpuPage& page) {
+  if (!file_ || page.file_page || !page.encoder.empty()) return;
+  page.file_page = file_->Lend(cpu);
+  if (page.file_page) page.encoder.BuildIn(page.file_page);
 }
 
 void RecordStreamSender::Drop(uint64_t events, uint64_t lost_before) {
@@ -356,12 +365,16 @@ uint32_t RecordStreamSender::PoolSlotOf(const uint8_t* page) const {
 
 uint8_t* RecordStreamSender::LendPage(uint16_t cpu) {
   if (file_) {
-    // The cpu's page of single records goes to the file before this one
-    // and is lent only then: lent now, this page would come first in
-    // memory and second in the file, and split the write (TakePage copies
-    // the page into one lent in order instead).
+    // The cpu's page of single records goes to the file before this one.
+    // It was lent before this one (BuildInFilePage) unless the file had
+    // none then: lent now, this page would come first in memory and second
+    // in the file, and split the write (TakePage copies the page into one
+    // lent in order instead).
     const uint32_t to_cpu = std::min<uint32_t>(cpu, cpu_limit_ - 1);
-    if (to_cpu < page_of_cpu_.size() && page_of_cpu_[to_cpu] && !page_of_cpu_[to_cpu]->encoder.empty()) return nullptr;
+    if (to_cpu < page_of_cpu_.size() && page_of_cpu_[to_cpu] && !page_of_cpu_[to_cpu]->file_page &&
+        !page_of_cpu_[to_cpu]->encoder.empty()) {
+      return nullptr;
+    }
     return file_->Lend(to_cpu);
   }
   if (free_pool_.empty() && !pool_in_stream_.empty()) {

@@ -111,6 +111,8 @@ class RecordStreamSender final : public RecordTaker {
   // A cpu's page being filled, and what the page frame will say of it.
   struct CpuPage {
     record::tracedat::PageEncoder encoder;
+    // The file's page the encoder builds in (BuildInFilePage), or null.
+    uint8_t* file_page = nullptr;
     uint32_t events = 0;
     uint32_t only_type = 0;  // 0: none yet, or several
     void Count(uint16_t type, uint32_t records = 1) {
@@ -124,6 +126,11 @@ class RecordStreamSender final : public RecordTaker {
   void EncodeRecord(uint16_t cpu, uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> record);
   // Appends the page of `cpu` to out_ as a kPage frame; it is empty afterwards.
   void AppendPage(uint32_t cpu, CpuPage& page);
+  // A recording to a file: an empty page of `cpu` is built in a page lent
+  // by the file, where it is kept, rather than copied there once full. Lent
+  // now, it is cut ahead of the whole pages lent while it fills, and so it
+  // comes before them in memory as in the file.
+  void BuildInFilePage(uint32_t cpu, CpuPage& page);
   // Where a frame of `bytes` goes: in page mode straight into the ring when
   // nothing waits before it and there is room (published by the next
   // SendPending), else at the end of out_.

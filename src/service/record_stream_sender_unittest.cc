@@ -732,27 +732,27 @@ TEST_F(FileSenderTest, APageOfSeveralTypesComesWithItsPage) {
   EXPECT_EQ(d.file_pages[0][0], on_disk) << "for the recorder to count it by type";
 }
 
-// A page checked for whole taking after single records of its cpu is lent
-// only once their page has gone: lent before it, it would lie before it in
-// memory and after it in the file, two write segments instead of one.
-TEST_F(FileSenderTest, NoPageIsLentAheadOfTheCpusPageOfSingleRecords) {
+// A cpu's page of single records is built in a page the file lends, where
+// it stays: no copy once full. A page lent for whole taking while it fills
+// lies after it in memory, as in the file: one write segment, not two.
+TEST_F(FileSenderTest, ThePageOfSingleRecordsIsBuiltInTheFilesPageAheadOfLaterOnes) {
   instance_.set_taker(&*sender_);
   uint8_t* const free_page = sender_->LendPage(0);
   ASSERT_NE(free_page, nullptr);
   sender_->GiveBackPage(free_page);
-  KeepRecords(0, 3);
-  EXPECT_EQ(sender_->LendPage(0), nullptr);
-  uint8_t* const other_cpu = sender_->LendPage(1);
-  EXPECT_NE(other_cpu, nullptr) << "its page of single records is cpu 0's";
-  sender_->GiveBackPage(other_cpu);
-
-  std::vector<uint8_t> own(ipc::kStreamPageSize);
-  CheckedPage page = PageOf(own.data(), 3, 5);
+  KeepRecords(0, 3);  // built in the page given back, cut again
+  uint8_t* const lent = sender_->LendPage(0);
+  ASSERT_EQ(lent, free_page + ipc::kStreamPageSize) << "cut after the page of single records";
+  CheckedPage page = PageOf(lent, 3, 5);
   sender_->TakePage({3, 1, 2, 0}, page, 0);
   Decoded d = EndAndReadUntilSynced();
   std::vector<uint64_t> seqs = SeqsInFile(0, d.on_disk[0]);
   ASSERT_EQ(seqs.size(), 8u);
   for (uint64_t i = 0; i < seqs.size(); ++i) EXPECT_EQ(seqs[i], i);
+  std::vector<uint8_t> first(ipc::kStreamPageSize);
+  ASSERT_EQ(::pread(file_.get(), first.data(), first.size(), static_cast<off_t>(kRegionBytes)),
+            static_cast<ssize_t>(first.size()));
+  EXPECT_EQ(std::memcmp(first.data(), free_page, first.size()), 0) << "written from where it was built";
 }
 
 TEST_F(FileSenderTest, AFailedWriteIsReportedAndLaterPagesCountAsLost) {

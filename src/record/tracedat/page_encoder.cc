@@ -11,12 +11,12 @@ uint32_t AlignTo4(uint32_t size) { return (size + 3) & ~3u; }
 
 }  // namespace
 
-PageEncoder::PageEncoder() : page_(kPageSize, 0) {}
+PageEncoder::PageEncoder() : own_(kPageSize, 0), page_(own_.data()) {}
 
 uint32_t PageEncoder::MaxDataSize() { return kPageSize - kPageHeaderSize - kLongSize - 8; }
 
 void PageEncoder::PutU32(uint32_t value) {
-  std::memcpy(page_.data() + kPageHeaderSize + used_, &value, sizeof(value));
+  std::memcpy(page_ + kPageHeaderSize + used_, &value, sizeof(value));
   used_ += sizeof(value);
 }
 
@@ -36,7 +36,7 @@ bool PageEncoder::AppendInGeneral(uint64_t timestamp, std::span<const uint8_t> d
   bool extend = delta > kMaxTimeDelta;
   if (used_ + event_size + (extend ? 8 : 0) > room_) return false;
 
-  if (first) std::memcpy(page_.data(), &timestamp, sizeof(timestamp));
+  if (first) std::memcpy(page_, &timestamp, sizeof(timestamp));
   if (extend) {
     // The whole delta goes into the extend; the event itself then has 0.
     PutEventHeader(kTypeTimeExtend, static_cast<uint32_t>(delta & kMaxTimeDelta));
@@ -49,7 +49,7 @@ bool PageEncoder::AppendInGeneral(uint64_t timestamp, std::span<const uint8_t> d
     PutEventHeader(0, static_cast<uint32_t>(delta));
     PutU32(padded + 4);  // the length word counts itself
   }
-  uint8_t* at = page_.data() + kPageHeaderSize + used_;
+  uint8_t* at = page_ + kPageHeaderSize + used_;
   if (!data.empty()) std::memcpy(at, data.data(), data.size());
   if (padded > data.size()) std::memset(at + data.size(), 0, padded - data.size());
   used_ += padded;
@@ -68,12 +68,13 @@ void PageEncoder::FinishInto(uint8_t* out) {
   uint32_t end = kPageHeaderSize + used_;
   if (lost_marked_) {
     commit |= kCommitMissedEvents | kCommitMissedStored;
-    std::memcpy(page_.data() + end, &lost_before_, sizeof(lost_before_));
+    std::memcpy(page_ + end, &lost_before_, sizeof(lost_before_));
     end += sizeof(lost_before_);
   }
-  std::memcpy(page_.data() + 8, &commit, sizeof(commit));
-  std::memcpy(out, page_.data(), end);
+  std::memcpy(page_ + 8, &commit, sizeof(commit));
+  if (out != page_) std::memcpy(out, page_, end);
   std::memset(out + end, 0, kPageSize - end);
+  page_ = own_.data();
   used_ = 0;
   room_ = kFullRoom;
   lost_marked_ = false;

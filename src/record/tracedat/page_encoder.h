@@ -17,6 +17,11 @@ namespace udiag::record::tracedat {
 class PageEncoder {
  public:
   PageEncoder();
+  // `page_` points into `own_` or at a caller's page: a copy would share them.
+  PageEncoder(const PageEncoder&) = delete;
+  PageEncoder& operator=(const PageEncoder&) = delete;
+  PageEncoder(PageEncoder&&) = default;
+  PageEncoder& operator=(PageEncoder&&) = default;
 
   // Appends a record's data (common header + payload) stamped `timestamp`,
   // which must not be below the previous one on this page. Returns false,
@@ -47,8 +52,8 @@ class PageEncoder {
     }
     uint32_t padded = (size + 3) & ~3u;
     if (used_ + 4 + padded > room_) return nullptr;
-    if (used_ == 0) std::memcpy(page_.data(), &timestamp, sizeof(timestamp));  // the page's base
-    uint8_t* at = page_.data() + kPageHeaderSize + used_;
+    if (used_ == 0) std::memcpy(page_, &timestamp, sizeof(timestamp));  // the page's base
+    uint8_t* at = page_ + kPageHeaderSize + used_;
     uint32_t header = padded / 4 | static_cast<uint32_t>(delta) << kTypeLenBits;
     const uint32_t zero = 0;
     std::memcpy(at, &header, sizeof(header));
@@ -71,8 +76,14 @@ class PageEncoder {
   uint32_t data_bytes() const { return used_; }
   uint64_t lost_before() const { return lost_marked_ ? lost_before_ : 0; }
 
-  // Writes the finished page (kPageSize bytes, zero-filled tail) to `out`;
-  // the encoder is empty afterwards.
+  // Builds the next page in `page` (kPageSize bytes, left as they were
+  // until FinishInto(page)) instead of the encoder's own buffer: a page
+  // built where it is kept need not be copied there. Only while empty.
+  void BuildIn(uint8_t* page) { page_ = page; }
+
+  // Writes the finished page (kPageSize bytes, zero-filled tail) to `out`,
+  // which may be where it was built; the encoder is empty afterwards, and
+  // builds in its own buffer again.
   void FinishInto(uint8_t* out);
 
   // Longest data that fits in an empty page (with room for a lost count).
@@ -86,7 +97,8 @@ class PageEncoder {
   void PutEventHeader(uint32_t type_len, uint32_t delta);
   void PutU32(uint32_t value);
 
-  std::vector<uint8_t> page_;  // only the header and used_ bytes after it are current
+  std::vector<uint8_t> own_;
+  uint8_t* page_;  // own_ or BuildIn's page: only the header and used_ bytes after it are current
   uint32_t used_ = 0;  // bytes of event data written after the page header
   uint32_t room_ = kFullRoom;  // bytes for events, less the stored lost count if marked
   uint64_t last_timestamp_ = 0;
