@@ -164,6 +164,12 @@ echo "running udiag record of one flood producer at 4 M events/s ($SECS s)..." >
 record_run record1_4m "" "$BIN/flood_producer" "$SECS" 4000000
 echo "running an LTTng-UST session of one flood producer at 4 M events/s ($SECS s)..." >&2
 lttng_record_run lttng1_4m 1 4000000
+# Several threads of moderate rate, as a real program has: their pages
+# span the pauses between bursts, where other threads ran on their cpu.
+echo "running udiag record of four flood producers at 250 k events/s each ($SECS s)..." >&2
+record_run record4_1m "" sh -c 'for i in 1 2 3 4; do "$0" "$1" "$2" & done; wait' "$BIN/flood_producer" "$SECS" 250000
+echo "running an LTTng-UST session of four flood producers at 250 k events/s each ($SECS s)..." >&2
+lttng_record_run lttng4_1m 4 250000
 echo "running udiag record of one flood producer at full speed ($SECS s)..." >&2
 record_run record1 "" "$BIN/flood_producer" "$SECS"
 echo "running an LTTng-UST session of one flood producer at full speed ($SECS s)..." >&2
@@ -384,6 +390,7 @@ def side_row(label, r, consumer_s):
 for case, ours, theirs in (("1 producer process", "record1", "lttng1"),
                            ("1 producer process paced at 1 M events/s", "record1_1m", "lttng1_1m"),
                            ("1 producer process paced at 4 M events/s", "record1_4m", "lttng1_4m"),
+                           ("4 producer processes paced at 250 k events/s each", "record4_1m", "lttng4_1m"),
                            ("8 producer processes", "record8", "lttng8")):
     kept = {}
     for who, name in (("udiag record", ours), ("LTTng-UST session", theirs)):
