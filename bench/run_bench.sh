@@ -16,13 +16,16 @@ GB=(--benchmark_format=json --benchmark_min_time="$MIN_TIME")
 
 echo "results in $OUT" >&2
 for b in ring_bench udiag_bench dropin_bench sustained_bench consumers_bench record_stream_bench flood_producer mmio_bench \
-         filter_bench; do
+         filter_bench page_check_bench; do
   [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (build with -DUDIAG_BUILD_BENCH=ON)" >&2; exit 1; }
 done
 
 echo "running ring_bench..." >&2
 "$BIN/ring_bench" "${GB[@]}" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   >"$OUT/ring.json" 2>"$OUT/ring.err"
+echo "running page_check_bench..." >&2
+"$BIN/page_check_bench" "${GB[@]}" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  >"$OUT/page_check.json" 2>"$OUT/page_check.err"
 echo "running udiag_bench..." >&2
 "$BIN/udiag_bench" "${GB[@]}" >"$OUT/udiag.json" 2>"$OUT/udiag.err"
 
@@ -407,6 +410,12 @@ for case, ours, theirs in (("1 producer process", "record1", "lttng1"),
     if len(kept) == 2 and kept["LTTng-UST session"]:
         print(f"| ratio udiag / LTTng-UST, {case}, events recorded | "
               f"{kept['udiag record'] / kept['LTTng-UST session']:.2f}x | | | |")
+
+# What the daemon's per-event work costs with the page in its cache: the
+# rest of its ns per event above is memory traffic and the loop's turns.
+pc = next((b for b in load("page_check.json") if b.get("aggregate_name") == "median"), None)
+print("\nthe daemon's copy and check of a producer's page kept whole, in cache (page_check_bench): "
+      + (f"{1e9 / pc['items_per_second']:.1f} ns per event" if pc else "not run"))
 
 # Issue 5: cost per traced access (wall time), designs side by side.
 mm = load("mmio.json")
