@@ -84,6 +84,7 @@ uint8_t* PageFileWriter::Lend(uint32_t cpu) {
   if (slab == kNoSlab) {
     slab = FreeSlab();
     if (slab == kNoSlab) {
+      SetWakeAfterWrites(true);  // the owner waits for a write to end
       SubmitAll();  // what waits to be written frees its slabs soonest
       return nullptr;
     }
@@ -200,11 +201,29 @@ int PageFileWriter::error() {
 
 void PageFileWriter::TakeProgress(std::vector<Progress>* out) {
   std::lock_guard lock(shared_->mutex);
+  shared_->ended_unseen = false;
   for (uint32_t cpu = 0; cpu < cpus_; ++cpu) {
     if (!shared_->grew[cpu]) continue;
     shared_->grew[cpu] = false;
     out->push_back({cpu, shared_->on_disk[cpu]});
   }
+}
+
+void PageFileWriter::SetWakeAfterWrites(bool wake) { shared_->wake_after_write.store(wake); }
+
+bool PageFileWriter::WakeAfterWritesFromNow() {
+  SetWakeAfterWrites(true);
+  // A write that ends after this lock is released sees the flag; one that
+  // ended before said so here.
+  std::lock_guard lock(shared_->mutex);
+  return shared_->ended_unseen;
+}
+
+bool PageFileWriter::LowOnPages() {
+  // What free_pages() says with no slab taken yet.
+  const size_t slabs = max_slabs_ / kSlabsPerChunk * kSlabsPerChunk;
+  const size_t all = slabs > cpus_ ? (slabs - cpus_) * kSlabPages : 0;
+  return free_pages() < all / 2;
 }
 
 void PageFileWriter::TakeBackWritten() {
@@ -234,8 +253,9 @@ void PageFileWriter::Run(std::shared_ptr<Shared> shared) {
       shared->grew[job.cpu] = true;
     }
     shared->written_pages.insert(shared->written_pages.end(), job.pages.begin(), job.pages.end());
+    shared->ended_unseen = true;
     // Once the writer is gone, so may be the daemon's loop and its eventfd.
-    if (!shared->stopping) {
+    if (!shared->stopping && shared->wake_after_write.load()) {
       const uint64_t one = 1;
       [[maybe_unused]] ssize_t n = ::write(shared->wake_fd, &one, sizeof(one));
     }

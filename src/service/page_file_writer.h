@@ -54,7 +54,8 @@ class PageFileWriter {
   // Errors: EBADF unless `fd` is a regular file open for writing without
   // O_APPEND; EINVAL unless region_bytes is a power of two of at least
   // 4 GiB and 1 <= cpus <= 4096 with every region below 2^63. `wake_fd`
-  // (an eventfd, not owned) is written once a write ends. Pages take at
+  // (an eventfd, not owned) is written once a write ends, unless the owner
+  // said it needs no wake (SetWakeAfterWrites). Pages take at
   // most `memory_bytes` (the recording's buffer size), or kMaxPages when
   // that is less, and a slab for each cpu to start on.
   static base::ErrorOr<std::unique_ptr<PageFileWriter>> Open(base::ScopedFd fd, uint64_t region_bytes,
@@ -91,6 +92,18 @@ class PageFileWriter {
   // The cpus whose bytes on disk grew since the last call.
   void TakeProgress(std::vector<Progress>* out);
 
+  // Whether a write that ends signals wake_fd (at first it does). An owner
+  // whose loop comes round within a few ms anyway turns it off while its
+  // pages last: a wake costs that loop a turn, and its recorder another.
+  // It is on again whenever Lend finds no page, or past half the pages.
+  void SetWakeAfterWrites(bool wake);
+  // For an owner's loop about to sleep: wakes after writes from now on, and
+  // says whether a write ended since the last TakeProgress (then the loop
+  // must not sleep before it reports it, or its error).
+  bool WakeAfterWritesFromNow();
+  // More than half the pages are lent, queued or being written.
+  bool LowOnPages();
+
  private:
   struct Job {
     uint32_t cpu;
@@ -112,10 +125,13 @@ class PageFileWriter {
     std::vector<uint8_t*> written_pages;  // free again, not yet taken back
     std::vector<uint64_t> on_disk;        // by cpu
     std::vector<bool> grew;               // by cpu, since TakeProgress
+    bool ended_unseen = false;            // a write ended since TakeProgress
     bool writing = false;
     bool stopping = false;
     // Set under `mutex`, once; read without it, as Append checks it per page.
     std::atomic<int> error = 0;
+    // Read under `mutex` once a write ends; set without it.
+    std::atomic<bool> wake_after_write = true;
   };
 
   PageFileWriter(std::shared_ptr<Shared> shared, uint64_t region_bytes, uint32_t cpus, size_t max_pages);

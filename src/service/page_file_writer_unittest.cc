@@ -175,6 +175,49 @@ TEST_F(PageFileWriterTest, ALargerBufferLendsMorePagesWhileTheDiskIsBehind) {
   EXPECT_EQ((*smaller)->free_pages(), PageFileWriter::kMaxPages - 2 * PageFileWriter::kSlabPages);
 }
 
+// A write's end wakes the owner's loop unless told it need not; a loop
+// about to sleep turns the wakes on again and hears of a write that ended
+// without one.
+TEST_F(PageFileWriterTest, AWriteWakesTheOwnerUnlessToldNotTo) {
+  uint64_t wakes = 0;
+  ASSERT_TRUE(writer_->Append(0, PageMarked(1)));
+  writer_->SubmitAll();
+  WaitIdle();
+  EXPECT_EQ(::read(wake_.get(), &wakes, sizeof(wakes)), static_cast<ssize_t>(sizeof(wakes))) << "on at first";
+  std::vector<PageFileWriter::Progress> progress;
+  writer_->TakeProgress(&progress);
+  EXPECT_FALSE(writer_->WakeAfterWritesFromNow()) << "nothing ended unseen";
+
+  writer_->SetWakeAfterWrites(false);
+  ASSERT_TRUE(writer_->Append(0, PageMarked(2)));
+  writer_->SubmitAll();
+  WaitIdle();
+  EXPECT_EQ(::read(wake_.get(), &wakes, sizeof(wakes)), -1) << "no wake";
+  EXPECT_TRUE(writer_->WakeAfterWritesFromNow()) << "the write ended unseen";
+  writer_->TakeProgress(&progress);
+  EXPECT_FALSE(writer_->WakeAfterWritesFromNow());
+  ASSERT_TRUE(writer_->Append(0, PageMarked(3)));
+  writer_->SubmitAll();
+  WaitIdle();
+  EXPECT_EQ(::read(wake_.get(), &wakes, sizeof(wakes)), static_cast<ssize_t>(sizeof(wakes))) << "on again";
+}
+
+// The owner waits for pages when Lend has none: the next write's end wakes it.
+TEST_F(PageFileWriterTest, ALendWithNoPageTurnsTheWakesOn) {
+  writer_->SetWakeAfterWrites(false);
+  std::vector<uint8_t*> lent;
+  while (uint8_t* page = writer_->Lend(0)) lent.push_back(page);
+  EXPECT_TRUE(writer_->LowOnPages());
+  ASSERT_TRUE(writer_->Append(0, lent.back()));
+  lent.pop_back();
+  writer_->SubmitAll();
+  WaitIdle();
+  uint64_t wakes = 0;
+  EXPECT_EQ(::read(wake_.get(), &wakes, sizeof(wakes)), static_cast<ssize_t>(sizeof(wakes)));
+  for (uint8_t* page : lent) writer_->GiveBack(page);
+  EXPECT_FALSE(writer_->LowOnPages());
+}
+
 TEST_F(PageFileWriterTest, AFailedWriteStopsTheFileAndIsReported) {
   // The file may not grow past the first page of cpu 0's region: the second
   // page's write fails (EFBIG), and so do all later ones, unwritten.

@@ -330,6 +330,10 @@ void RecordStreamSender::SendToFile(uint32_t cpu, uint8_t* page, const ipc::Page
 }
 
 void RecordStreamSender::ReportFile(bool ending) {
+  // The loop comes round within its doze (at most 20 ms) while it does not
+  // sleep (MaySleep): a write's end needs no wake of its own but when the
+  // recording ends or pages run short.
+  file_->SetWakeAfterWrites(ending || file_->LowOnPages());
   // Pages that have waited kPageFlushNs are written however few, so that a
   // quiet recording's pages reach the disk (and the recorder's header).
   if (file_queued_since_ns_ != 0 && (ending || base::MonotonicNs() - file_queued_since_ns_ >= kPageFlushNs)) {
@@ -354,6 +358,8 @@ void RecordStreamSender::ReportFile(bool ending) {
     file_synced_ = true;
   }
 }
+
+bool RecordStreamSender::MaySleep() { return !file_ || !file_->WakeAfterWritesFromNow(); }
 
 uint32_t RecordStreamSender::PoolSlotOf(const uint8_t* page) const {
   const uint8_t* const pool = ring_->pool_page(0);

@@ -64,6 +64,10 @@ class RecordStreamSender final : public RecordTaker {
   int Pump();
   // Reads the reader's wake-ups off the socket. False when it hung up.
   bool TakeWakeups();
+  // For the daemon's loop about to sleep: its file's writes wake it from
+  // now on (Pump lets them not, while the loop comes round anyway). False
+  // when a write ended unseen meanwhile: the loop must take it first.
+  bool MaySleep();
   // The event with this id is gone; if the id is reused, its type is sent again.
   void ForgetType(uint32_t id);
   // Page mode: encodes a record into its cpu's page now (RecordTaker). What

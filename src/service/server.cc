@@ -246,7 +246,7 @@ int Server::Run() {
     if (drained.records == 0 && now - last_activity > kIdleBeforeSleepNs && deferred_.empty()) {
       SetRingsSleeping(true);
       // Anything committed before the flag was visible is drained now.
-      if (DrainRings().records == 0) {
+      if (DrainRings().records == 0 && RecordStreamsMaySleep()) {
         sleeping = true;
       } else {
         SetRingsSleeping(false);

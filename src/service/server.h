@@ -248,6 +248,9 @@ class Server : public EventRegistry::Observer {
   void AllowWrites(Connection& conn, const Event& event);
   void PumpPipes();
   void PumpRecordStreams();
+  // RecordStreamSender::MaySleep for every record stream: false when the
+  // loop is to take a write that ended first.
+  bool RecordStreamsMaySleep();
   void ResolveDeferred(bool force_expired);
   void SetRingsSleeping(bool sleeping);
   // RingReader::SetConsumerDozing for every ring; false when some ring's

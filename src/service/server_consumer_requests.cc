@@ -205,4 +205,12 @@ void Server::PumpRecordStreams() {
   for (uint64_t id : broken) CloseConnection(id);
 }
 
+bool Server::RecordStreamsMaySleep() {
+  bool may = true;
+  for (auto& [_, conn] : connections_) {
+    if (conn->record_stream) may &= conn->record_stream->MaySleep();
+  }
+  return may;
+}
+
 }  // namespace udiag::service
