@@ -58,7 +58,13 @@ PageFileWriter::PageFileWriter(std::shared_ptr<Shared> shared, uint64_t region_b
       max_slabs_(max_pages / kSlabPages + 2 * size_t{cpus}),
       cutting_(cpus, kNoSlab),
       queued_(cpus) {
-  thread_ = std::thread(Run, shared_);
+  std::vector<uint8_t*> warm;
+  while (warm.size() * kChunkBytes < kWarmBytes) {
+    uint8_t* chunk = AddChunk();
+    if (!chunk) break;
+    warm.push_back(chunk);
+  }
+  thread_ = std::thread(Run, shared_, std::move(warm));
 }
 
 PageFileWriter::~PageFileWriter() {
@@ -102,21 +108,24 @@ uint8_t* PageFileWriter::Lend(uint32_t cpu) {
 
 size_t PageFileWriter::FreeSlab() {
   TakeBackWritten();
-  if (free_slabs_.empty()) {
-    if (slabs_.size() + kSlabsPerChunk > max_slabs_) return kNoSlab;
-    // Huge pages where the kernel has them: direct I/O pins a write's
-    // memory, 2 MiB at a time instead of 4 KiB.
-    void* memory = std::aligned_alloc(kChunkBytes, kChunkBytes);
-    if (!memory) throw std::bad_alloc();
-    ::madvise(memory, kChunkBytes, MADV_HUGEPAGE);
-    chunk_index_.emplace(static_cast<uint8_t*>(memory), shared_->chunks.size());
-    shared_->chunks.emplace_back(static_cast<uint8_t*>(memory), std::free);
-    slabs_.resize(slabs_.size() + kSlabsPerChunk);
-    for (size_t slab = slabs_.size(); slab-- > slabs_.size() - kSlabsPerChunk;) free_slabs_.push_back(slab);
-  }
+  if (free_slabs_.empty() && !AddChunk()) return kNoSlab;
   const size_t slab = free_slabs_.back();
   free_slabs_.pop_back();
   return slab;
+}
+
+uint8_t* PageFileWriter::AddChunk() {
+  if (slabs_.size() + kSlabsPerChunk > max_slabs_) return nullptr;
+  // Huge pages where the kernel has them: direct I/O pins a write's
+  // memory, 2 MiB at a time instead of 4 KiB.
+  auto* memory = static_cast<uint8_t*>(std::aligned_alloc(kChunkBytes, kChunkBytes));
+  if (!memory) throw std::bad_alloc();
+  ::madvise(memory, kChunkBytes, MADV_HUGEPAGE);
+  chunk_index_.emplace(memory, shared_->chunks.size());
+  shared_->chunks.emplace_back(memory, std::free);
+  slabs_.resize(slabs_.size() + kSlabsPerChunk);
+  for (size_t slab = slabs_.size(); slab-- > slabs_.size() - kSlabsPerChunk;) free_slabs_.push_back(slab);
+  return memory;
 }
 
 uint8_t* PageFileWriter::SlabStart(size_t slab) const {
@@ -232,7 +241,14 @@ void PageFileWriter::TakeBackWritten() {
   shared_->written_pages.clear();
 }
 
-void PageFileWriter::Run(std::shared_ptr<Shared> shared) {
+void PageFileWriter::Run(std::shared_ptr<Shared> shared, std::vector<uint8_t*> warm) {
+  // Faulted in here rather than by the drain loop's first copies: a huge
+  // page's first touch costs a VM milliseconds, long enough for a fast
+  // producer's ring to fill. Pages already in use keep their bytes.
+  for (uint8_t* chunk : warm) {
+    if (std::lock_guard lock(shared->mutex); shared->stopping) return;
+    ::madvise(chunk, kChunkBytes, MADV_POPULATE_WRITE);  // Linux 5.14; else the first copy faults
+  }
   std::unique_lock lock(shared->mutex);
   for (;;) {
     shared->changed.wait(lock, [&] { return shared->stopping || !shared->queue.empty(); });

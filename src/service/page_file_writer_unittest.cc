@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -173,6 +175,28 @@ TEST_F(PageFileWriterTest, ALargerBufferLendsMorePagesWhileTheDiskIsBehind) {
   auto smaller = PageFileWriter::Open(TemporaryFile(), kRegionBytes, 2, wake_.get(), 16 << 20);
   ASSERT_TRUE(smaller.ok()) << smaller.error();
   EXPECT_EQ((*smaller)->free_pages(), PageFileWriter::kMaxPages - 2 * PageFileWriter::kSlabPages);
+}
+
+// The first pages lent are in memory faulted in by the writing thread, not
+// by the caller's first copy into them.
+TEST_F(PageFileWriterTest, TheFirstPagesAreFaultedInByTheWritingThread) {
+  void* const probe = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(probe, MAP_FAILED);
+  const bool populates = ::madvise(probe, 4096, MADV_POPULATE_WRITE) == 0;
+  ::munmap(probe, 4096);
+  if (!populates) GTEST_SKIP() << "the kernel has no MADV_POPULATE_WRITE (Linux 5.14)";
+  uint8_t* const page = writer_->Lend(0);  // not touched here
+  ASSERT_NE(page, nullptr);
+  constexpr size_t kChunk = 2 << 20;
+  void* const chunk = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(page) & ~(kChunk - 1));
+  std::vector<unsigned char> resident(kChunk / static_cast<size_t>(::sysconf(_SC_PAGESIZE)));
+  auto all_resident = [&] {
+    EXPECT_EQ(::mincore(chunk, kChunk, resident.data()), 0);
+    return std::all_of(resident.begin(), resident.end(), [](unsigned char r) { return (r & 1) != 0; });
+  };
+  for (int i = 0; i < 10000 && !all_resident(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(all_resident());
+  writer_->GiveBack(page);
 }
 
 // A write's end wakes the owner's loop unless told it need not; a loop
