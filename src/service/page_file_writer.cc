@@ -186,9 +186,12 @@ void PageFileWriter::Submit(uint32_t cpu) {
 
 size_t PageFileWriter::free_pages() {
   TakeBackWritten();
-  const size_t slabs = (max_slabs_ - slabs_.size()) / kSlabsPerChunk * kSlabsPerChunk + free_slabs_.size();
+  return PagesForCertainIn((max_slabs_ - slabs_.size()) / kSlabsPerChunk * kSlabsPerChunk + free_slabs_.size());
+}
+
+size_t PageFileWriter::PagesForCertainIn(size_t free_slabs) const {
   // Each cpu may need a slab of its own before it cuts a page for certain.
-  return slabs > cpus_ ? (slabs - cpus_) * kSlabPages : 0;
+  return free_slabs > cpus_ ? (free_slabs - cpus_) * kSlabPages : 0;
 }
 
 bool PageFileWriter::Idle() {
@@ -229,10 +232,7 @@ bool PageFileWriter::WakeAfterWritesFromNow() {
 }
 
 bool PageFileWriter::LowOnPages() {
-  // What free_pages() says with no slab taken yet.
-  const size_t slabs = max_slabs_ / kSlabsPerChunk * kSlabsPerChunk;
-  const size_t all = slabs > cpus_ ? (slabs - cpus_) * kSlabPages : 0;
-  return free_pages() < all / 2;
+  return free_pages() < PagesForCertainIn(max_slabs_ / kSlabsPerChunk * kSlabsPerChunk) / 2;
 }
 
 void PageFileWriter::TakeBackWritten() {

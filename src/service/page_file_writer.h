@@ -140,6 +140,8 @@ class PageFileWriter {
   PageFileWriter(std::shared_ptr<Shared> shared, uint64_t region_bytes, uint32_t cpus, size_t max_pages);
   // The writing thread: faults in the `warm` chunks, then writes jobs.
   static void Run(std::shared_ptr<Shared> shared, std::vector<uint8_t*> warm);
+  // What free_pages() says when `free_slabs` slabs are free or not yet taken.
+  size_t PagesForCertainIn(size_t free_slabs) const;
   // Takes another huge page for slabs, or null at max_slabs_.
   uint8_t* AddChunk();
   static int WriteJob(int fd, const Job& job);
