@@ -52,10 +52,13 @@ cat "$T/block.err"
 STOPPED_N=1000000
 stopped_recording() {  # OUTPUT: prints "lost kept"
   "$UDIAG" record --block=200 --size 64 -e counted -o "$1" 2>"$T/stopped.err" & R=$!
-  i=0; until [ "$("$UDIAG" ls instances 2>/dev/null)" ] && \
-    [ "$("$UDIAG" cat "instances/$("$UDIAG" ls instances)/blocking_timeout_ms" 2>/dev/null)" = 200 ]; do
-    i=$((i+1)); [ $i -lt 200 ] || fail "the recording did not set up its instance"; sleep 0.05
+  # Stopped once its stream is open (it maps the stream's memfd): stopped
+  # sooner, it would not have enabled the event or attached the file yet.
+  i=0; until ls -l /proc/$R/fd 2>/dev/null | grep -q udiag-stream; do
+    i=$((i+1)); [ $i -lt 200 ] || fail "the recording did not open its stream"; sleep 0.05
   done
+  [ "$("$UDIAG" cat "instances/$("$UDIAG" ls instances)/blocking_timeout_ms")" = 200 ] ||
+    fail "--block=200 did not set blocking_timeout_ms to 200"
   kill -STOP $R
   timeout 120 "$BIN_DIR/counting_producer" $STOPPED_N || fail "the producer did not finish while the recording was stopped"
   kill -CONT $R
