@@ -7,6 +7,8 @@
 // connection is Hello, which fixes the connection's role.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -77,6 +79,20 @@ struct Hello {
   void Encode(Encoder& e) const;
   bool Decode(Decoder& d);
 };
+
+// Words the daemon keeps for every producer in the status page's memfd,
+// after its status_page_bytes, at ProducerPolicyOffset.
+struct ProducerPolicy {
+  // How long a full ring waits for room before it drops (the full_wait_ms
+  // the daemon gives each ring it maps: ring_layout.h). A new ring starts
+  // with it, so that it waits as a recording asks even before the daemon
+  // has mapped it.
+  std::atomic<uint32_t> ring_full_wait_ms;
+};
+inline constexpr size_t ProducerPolicyOffset(size_t status_page_bytes) { return (status_page_bytes + 63) & ~size_t{63}; }
+inline constexpr size_t StatusMemfdBytes(size_t status_page_bytes) {
+  return ProducerPolicyOffset(status_page_bytes) + sizeof(ProducerPolicy);
+}
 
 // Reply to a producer's Hello; fds: [status page memfd (read-only), wake eventfd].
 struct HelloReply {

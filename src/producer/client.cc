@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 namespace udiag::producer {
 
 FastState g_fast;
+std::atomic<const ipc::ProducerPolicy*> g_policy{nullptr};
 std::atomic<uint64_t> g_lost_while_disconnected{0};
 
 namespace {
@@ -45,7 +47,8 @@ int ParseReply(const std::vector<uint8_t>& bytes, std::vector<base::ScopedFd>& f
 // and writers see that without any extra check on their path.
 void ZeroStatusPage() {
   const uint8_t* page = g_fast.status_page.load();
-  uint32_t bytes = g_fast.status_page_bytes.load();
+  size_t bytes = g_fast.status_page_bytes.load();
+  if (g_policy.load()) bytes = ipc::StatusMemfdBytes(bytes);
   if (page && bytes) {
     mmap(const_cast<uint8_t*>(page), bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   }
@@ -100,7 +103,13 @@ int Client::Connect(int forked_from) {
   ipc::Decoder d(reply.body);
   ipc::HelloReply info;
   if (!info.Decode(d) || reply.fds.size() != 2) return EPROTO;
-  void* page = mmap(nullptr, info.status_page_bytes, PROT_READ, MAP_SHARED, reply.fds[0].get(), 0);
+  // The policy words follow the status bytes in a memfd that has them (one
+  // that does not would fault on reading them).
+  struct stat memfd;
+  const bool with_policy = fstat(reply.fds[0].get(), &memfd) == 0 &&
+                           static_cast<uint64_t>(memfd.st_size) >= ipc::StatusMemfdBytes(info.status_page_bytes);
+  const size_t map_bytes = with_policy ? ipc::StatusMemfdBytes(info.status_page_bytes) : info.status_page_bytes;
+  void* page = mmap(nullptr, map_bytes, PROT_READ, MAP_SHARED, reply.fds[0].get(), 0);
   if (page == MAP_FAILED) return errno;
   // A forked child talks to the same daemon: its inherited data files stay
   // valid. A new daemon's ids mean nothing to the old files: they go stale
@@ -108,6 +117,9 @@ int Client::Connect(int forked_from) {
   if (forked_from == 0) g_fast.epoch.fetch_add(1);
   // The old page (zeros since the daemon went away) stays mapped: writers
   // may still be reading it.
+  g_policy.store(with_policy ? reinterpret_cast<const ipc::ProducerPolicy*>(static_cast<const uint8_t*>(page) +
+                                                                            ipc::ProducerPolicyOffset(info.status_page_bytes))
+                            : nullptr);
   g_fast.status_page.store(static_cast<const uint8_t*>(page));
   g_fast.first_event_id.store(info.first_event_id);
   g_fast.status_page_bytes.store(info.status_page_bytes);

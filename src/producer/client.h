@@ -37,6 +37,10 @@ struct alignas(64) FastState {
 };
 extern FastState g_fast;
 
+// The daemon's words for producers, in its status page's memfd; null before
+// the first connection (or from a daemon whose memfd has none).
+extern std::atomic<const ipc::ProducerPolicy*> g_policy;
+
 // Writes refused because the daemon was gone, and records left in a dead
 // daemon's rings: reported to the next daemon as ring losses (thread_ring.cc).
 extern std::atomic<uint64_t> g_lost_while_disconnected;

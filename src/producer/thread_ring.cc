@@ -93,14 +93,20 @@ bool RenewThreadRing() {
   // After a fork the old ring is the parent's; after a reconnect it belongs
   // to a daemon that is gone. Either way this thread stops using it.
   const uint64_t lost = TakeDisconnectedLosses();
-  static_cast<ring::RingHeader*>(m.base)->lost.store(lost, std::memory_order_relaxed);
+  auto* header = static_cast<ring::RingHeader*>(m.base);
+  header->lost.store(lost, std::memory_order_relaxed);
+  // The daemon sets full_wait_ms when it maps the ring; until then the
+  // ring waits for room as long as a recording that holds back (--block)
+  // asks, which the daemon's policy words say.
+  const ipc::ProducerPolicy* policy = g_policy.load();
+  header->full_wait_ms.store(policy ? policy->ring_full_wait_ms.load(std::memory_order_relaxed) : 0,
+                             std::memory_order_relaxed);
   Unmap(t_ring.mapping);
   t_ring.writer = ring::RingWriter();
-  // The reply comes once the daemon has mapped the ring and set its
-  // full_wait_ms, so a healthy daemon's --block recording waits from the
-  // thread's first record. A daemon that does not answer within
-  // kRingAckWaitMs (stopped, swamped) maps the ring when it gets to it: the
-  // write goes on meanwhile, never held up by the daemon.
+  // The reply comes once the daemon has mapped the ring. A daemon that does
+  // not answer within kRingAckWaitMs (stopped, swamped) maps the ring when
+  // it gets to it: the write goes on meanwhile, held up only by a full ring
+  // under a --block recording, as a mapped ring would be.
   Reply reply;
   int fds[] = {m.fd};
   int err = client->Call(ipc::MsgType::kAddRing, nullptr, fds, &reply, {}, kRingAckWaitMs);

@@ -197,6 +197,9 @@ void Server::UpdateHoldBack() {
   if (wait_ms != writer_wait_ms_) {
     writer_wait_ms_ = wait_ms;
     for (RingSource& src : rings_) src.reader->SetWriterWait(wait_ms);
+    // And the rings we have not mapped yet (a thread's first write does not
+    // wait for us to map its ring).
+    status_page_->SetRingFullWaitMs(wait_ms);
   }
 }
 

@@ -1,7 +1,8 @@
 // The page of event status bytes every producer maps read-only: byte i is
 // the status of event id (first_id + i). The write path tests it to return
-// EBADF for an event nobody traces without asking the daemon. Sealed so that
-// producers can never map it writable.
+// EBADF for an event nobody traces without asking the daemon. After the
+// bytes, the ipc::ProducerPolicy words. Sealed so that producers can never
+// map it writable.
 #pragma once
 
 #include <cstddef>
@@ -25,11 +26,13 @@ class StatusPage {
   void Set(uint32_t id, uint8_t status);
   uint8_t Get(uint32_t id) const;
   int fd() const { return fd_.get(); }
+  // What a new ring waits for room before the daemon has mapped it.
+  void SetRingFullWaitMs(uint32_t ms);
 
  private:
   StatusPage() = default;
   base::ScopedFd fd_;
-  uint8_t* bytes_ = nullptr;
+  uint8_t* bytes_ = nullptr;  // mapped: ipc::StatusMemfdBytes(capacity_)
   uint32_t first_id_ = 0;
   uint32_t capacity_ = 0;
 };

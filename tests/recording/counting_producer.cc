@@ -1,11 +1,17 @@
 // Writes events counted{seq = 0..N-1} for the recording tests, once some
 // consumer enables the event (at most 5 s wait), then exits. With PAUSE_US,
 // it sleeps that long after every 1000 events, so that a test can keep the
-// rate below what the daemon drains (no ring losses).
-// Usage: counting_producer N [PAUSE_US]
+// rate below what the daemon drains (no ring losses). With GO_FILE, once
+// enabled it creates GO_FILE.ready and writes only when GO_FILE exists (at
+// most 10 s wait): the test can act between registration and the first
+// write, which creates the thread's ring.
+// Usage: counting_producer N [PAUSE_US [GO_FILE]]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "udiag/udiag.hpp"
@@ -20,6 +26,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (int i = 0; i < 5000 && !counted.enabled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (argc > 3) {
+    const std::string go = argv[3];
+    std::ofstream(go + ".ready").put('\n');
+    for (int i = 0; i < 10000 && !std::filesystem::exists(go); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   for (long seq = 0; seq < count; ++seq) {
     if (int err = counted.write(static_cast<uint64_t>(seq))) {
       std::fprintf(stderr, "counting_producer: write %ld: errno %d\n", seq, err);

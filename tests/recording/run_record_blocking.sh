@@ -43,6 +43,19 @@ cat "$T/block.err"
 [ "$(lost_in "$T/four.err")" = 0 ] || { cat "$T/four.err"; fail "--block lost events of four producers"; }
 [ "$("$UDIAG" report "$T/four.dat" | grep -c 'counted: seq=')" = $((4 * N)) ] || fail "four producers: not $((4 * N)) events"
 
+# A thread's first write waits for its new ring's ack only briefly: a daemon
+# stopped (or swamped) then maps the ring later. Meanwhile the ring waits for
+# room as --block asks, rather than drop what does not fit in its 4 KiB.
+"$UDIAG" record --block --size 64 -e counted -o "$T/late.dat" -- sh -c '
+  "$0" 100000 0 "$1/go" & P=$!
+  i=0; until [ -e "$1/go.ready" ]; do i=$((i+1)); [ $i -lt 200 ] || exit 1; sleep 0.05; done
+  kill -STOP "$2"; touch "$1/go"; sleep 0.2; kill -CONT "$2"
+  wait $P' "$BIN_DIR/counting_producer" "$T" "$DAEMON" 2>"$T/late.err" ||
+  { cat "$T/late.err"; fail "the recording of a producer that met a stopped daemon failed"; }
+cat "$T/late.err"
+[ "$(lost_in "$T/late.err")" = 0 ] || fail "a ring the daemon mapped late dropped events under --block"
+[ "$(seqs_in "$T/late.dat")" = 100000 ] || fail "late ring: $(seqs_in "$T/late.dat") distinct events, not 100000"
+
 # A recorder stopped (SIGSTOP) while STOPPED_N events are written: into a
 # trace.dat the daemon writes the file itself, so nothing waits on the
 # recorder and nothing is lost; into CTF, which the recorder writes, the
