@@ -2,9 +2,9 @@
 # Consumer CPU per recorded event, for A/B runs of two builds in the same
 # minutes: starts a private udiagd, `udiag record -e flood` into trace.dat
 # and N flood_producer processes beside it, then prints what was recorded
-# and lost and the daemon's and the recorder's CPU (from /proc) per
-# recorded event. The daemon runs in a session of its own, as users run it
-# (see run_bench.sh's start_daemon).
+# and lost (and `udiag record`'s lines saying where) and the daemon's and
+# the recorder's CPU (from /proc) per recorded event. The daemon runs in a
+# session of its own, as users run it (see run_bench.sh's start_daemon).
 #
 #   bench/record_cost.sh BUILD_DIR PRODUCERS SECONDS [RATE]
 #
@@ -42,6 +42,7 @@ done
 wait "${pids[@]}"
 daemon_ticks=$(( $(ticks $daemon) - daemon_before )) recorder_ticks=$(( $(ticks $recorder) - recorder_before ))
 kill -INT $recorder; wait $recorder
+grep '^udiag record: [0-9]* \(lost\|dropped\)' "$work/record.err" >&2 || true
 kill $daemon; wait $daemon 2>/dev/null || true
 
 written=$(awk '{s += $2} END {print s}' "$work"/producer*.out)
