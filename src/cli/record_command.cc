@@ -162,7 +162,7 @@ void PrintLossBreakdown(consumer::ConsumerClient& control, const std::string& in
   std::string remedy = block_ms ? fmt::format("the recording stopped reading for over {} ms; --block=MS waits longer", block_ms)
                                 : std::string("--block waits instead of dropping");
   if (in_rings) {
-    fmt::print(stderr, "udiag record: {} lost in producers' rings, not drained in time (udiagd --ring-kb holds more; {})\n",
+    fmt::print(stderr, "udiag record: {} lost in producers' rings, not drained in time (udiagd --ring-kb and --ring-max-kb hold more; {})\n",
                in_rings, remedy);
   }
   if (dropped && daemon_writes_file) {

@@ -24,13 +24,14 @@ bool Hello::Decode(Decoder& d) {
 }
 
 void HelloReply::Encode(Encoder& e) const {
-  e.Put(first_event_id).Put(status_page_bytes).Put(clock).Put(ring_bytes);
+  e.Put(first_event_id).Put(status_page_bytes).Put(clock).Put(ring_bytes).Put(ring_max_bytes);
 }
 bool HelloReply::Decode(Decoder& d) {
   first_event_id = d.Get<uint32_t>();
   status_page_bytes = d.Get<uint32_t>();
   clock = d.Get<uint32_t>();
   ring_bytes = d.Get<uint32_t>();
+  ring_max_bytes = d.Rest().size() >= sizeof(uint32_t) ? d.Get<uint32_t>() : ring_bytes;
   return d.ok();
 }
 

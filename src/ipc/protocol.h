@@ -100,6 +100,9 @@ struct HelloReply {
   uint32_t status_page_bytes = 0;
   uint32_t clock = 0;           // ring::ClockDomain producers must stamp with
   uint32_t ring_bytes = 0;      // data-area size of each thread's ring
+  // The largest a thread's ring grows to once it overflowed (ring_bytes:
+  // it never grows). A daemon before it leaves it out of the message.
+  uint32_t ring_max_bytes = 0;
   void Encode(Encoder& e) const;
   bool Decode(Decoder& d);
 };

@@ -42,6 +42,26 @@ TEST(ProtocolTest, EventInfoRoundTrips) {
   EXPECT_EQ(out.event.locs[0].relative, 1);
 }
 
+TEST(ProtocolTest, HelloReplyRoundTripsWithTheRingLimit) {
+  HelloReply in{1000, 4096, 1, 4 << 20, 16 << 20};
+  HelloReply out = RoundTrip(in, MsgType::kReply);
+  EXPECT_EQ(out.first_event_id, 1000u);
+  EXPECT_EQ(out.ring_bytes, 4u << 20);
+  EXPECT_EQ(out.ring_max_bytes, 16u << 20);
+}
+
+// A daemon from before growing rings sends four words: its rings never grow.
+TEST(ProtocolTest, HelloReplyWithoutTheRingLimitKeepsRingsAtTheirSize) {
+  Encoder e = StartMessage(MsgType::kReply, 1);
+  e.Put<uint32_t>(1000).Put<uint32_t>(4096).Put<uint32_t>(1).Put<uint32_t>(4 << 20);
+  MessageHeader header;
+  Decoder d({});
+  ASSERT_TRUE(SplitMessage(e.bytes(), &header, &d));
+  HelloReply out;
+  ASSERT_TRUE(out.Decode(d));
+  EXPECT_EQ(out.ring_max_bytes, 4u << 20);
+}
+
 TEST(ProtocolTest, TruncatedBodyIsRejected) {
   Encoder e = StartMessage(MsgType::kRegister, 1);
   RegisterRequest{0, 0, 0, 4, "abcdef"}.Encode(e);

@@ -125,6 +125,7 @@ int Client::Connect(int forked_from) {
   g_fast.status_page_bytes.store(info.status_page_bytes);
   g_fast.clock.store(info.clock);
   g_fast.ring_bytes.store(info.ring_bytes);
+  g_fast.ring_max_bytes.store(info.ring_max_bytes);
   // The wake descriptor keeps its number, so a writer never pokes a closed
   // (or reused) one.
   int old_wake = g_fast.wake_fd.load();

@@ -32,6 +32,7 @@ struct alignas(64) FastState {
   std::atomic<uint32_t> ring_generation{1};  // bumped by fork and reconnects
   std::atomic<uint32_t> clock{0};            // ring::ClockDomain
   std::atomic<uint32_t> ring_bytes{0};
+  std::atomic<uint32_t> ring_max_bytes{0};  // a ring that overflowed grows up to it
   std::atomic<int> wake_fd{-1};
   std::atomic<uint32_t> connected{0};  // 0 from a daemon's loss until re-registered
 };

@@ -79,34 +79,26 @@ pthread_key_t ExitKey() {
   return key;
 }
 
-}  // namespace
-
-bool RenewThreadRing() {
-  if (t_ring.retry_after_ns != 0 && base::MonotonicNs() < t_ring.retry_after_ns) return false;
-  uint32_t generation = g_fast.ring_generation.load(std::memory_order_acquire);
-  uint32_t epoch = g_fast.epoch.load();
-  Client* client = Client::Get();
-  if (!client) return false;
-  ring::RingMapping m;
+// A new ring of `data_size` bytes for this thread, handed to `client`'s
+// daemon; a null base when either step failed (`refused`: the daemon said
+// no). `lost` is its first lost count. The daemon sets full_wait_ms when it maps the ring; until then the
+// ring waits for room as long as a recording that holds back (--block)
+// asks, which the daemon's policy words say.
+//
+// The reply comes once the daemon has mapped the ring. A daemon that does
+// not answer within kRingAckWaitMs (stopped, swamped) maps the ring when it
+// gets to it: the write goes on meanwhile, held up only by a full ring under
+// a --block recording, as a mapped ring would be.
+ring::RingMapping HandOverNewRing(Client* client, uint32_t data_size, uint64_t lost, bool* refused) {
+  *refused = false;
+  ring::RingMapping m{-1, nullptr, 0};
   auto clock = static_cast<ring::ClockDomain>(g_fast.clock.load());
-  if (ring::CreateRing(g_fast.ring_bytes.load(), gettid(), clock, &m) != 0) return false;
-  // After a fork the old ring is the parent's; after a reconnect it belongs
-  // to a daemon that is gone. Either way this thread stops using it.
-  const uint64_t lost = TakeDisconnectedLosses();
+  if (ring::CreateRing(data_size, gettid(), clock, &m) != 0) return {-1, nullptr, 0};
   auto* header = static_cast<ring::RingHeader*>(m.base);
   header->lost.store(lost, std::memory_order_relaxed);
-  // The daemon sets full_wait_ms when it maps the ring; until then the
-  // ring waits for room as long as a recording that holds back (--block)
-  // asks, which the daemon's policy words say.
   const ipc::ProducerPolicy* policy = g_policy.load();
   header->full_wait_ms.store(policy ? policy->ring_full_wait_ms.load(std::memory_order_relaxed) : 0,
                              std::memory_order_relaxed);
-  Unmap(t_ring.mapping);
-  t_ring.writer = ring::RingWriter();
-  // The reply comes once the daemon has mapped the ring. A daemon that does
-  // not answer within kRingAckWaitMs (stopped, swamped) maps the ring when
-  // it gets to it: the write goes on meanwhile, held up only by a full ring
-  // under a --block recording, as a mapped ring would be.
   Reply reply;
   int fds[] = {m.fd};
   int err = client->Call(ipc::MsgType::kAddRing, nullptr, fds, &reply, {}, kRingAckWaitMs);
@@ -115,18 +107,66 @@ bool RenewThreadRing() {
   if (err == ETIMEDOUT) err = 0;
   if (err || reply.error) {
     Unmap(m);
-    if (reply.error) t_ring.retry_after_ns = base::MonotonicNs() + kRingRetryNs;
+    *refused = reply.error != 0;
+    return {-1, nullptr, 0};
+  }
+  return m;
+}
+
+void UseRing(const ring::RingMapping& m) {
+  t_ring.mapping = m;
+  t_ring.writer = ring::RingWriter();
+  t_ring.writer.Attach(m.base);
+}
+
+}  // namespace
+
+bool RenewThreadRing() {
+  if (t_ring.retry_after_ns != 0 && base::MonotonicNs() < t_ring.retry_after_ns) return false;
+  uint32_t generation = g_fast.ring_generation.load(std::memory_order_acquire);
+  uint32_t epoch = g_fast.epoch.load();
+  Client* client = Client::Get();
+  if (!client) return false;
+  // After a fork the old ring is the parent's; after a reconnect it belongs
+  // to a daemon that is gone. Either way this thread stops using it.
+  const uint64_t lost = TakeDisconnectedLosses();
+  Unmap(t_ring.mapping);
+  t_ring.writer = ring::RingWriter();
+  bool refused;
+  ring::RingMapping m = HandOverNewRing(client, g_fast.ring_bytes.load(), lost, &refused);
+  if (!m.base) {
+    if (refused) t_ring.retry_after_ns = base::MonotonicNs() + kRingRetryNs;
     g_lost_while_disconnected.fetch_add(lost, std::memory_order_relaxed);  // the next ring tells
     return false;
   }
   t_ring.retry_after_ns = 0;
-  t_ring.mapping = m;
-  t_ring.writer.Attach(m.base);
+  UseRing(m);
   t_ring.generation = generation;
   t_ring.epoch = epoch;
   t_ring.owner = getpid();
   pthread_setspecific(ExitKey(), &t_ring);  // non-null so OnThreadExit runs
   return true;
+}
+
+void GrowThreadRing() {
+  const uint64_t size = t_ring.writer.data_size();
+  const uint64_t max = g_fast.ring_max_bytes.load(std::memory_order_relaxed);
+  // A ring due to be renewed anyway (fork, reconnect) is left to that.
+  if (size >= max || t_ring.generation != g_fast.ring_generation.load()) return;
+  const uint64_t now = base::MonotonicNs();
+  if (now < t_ring.grow_after_ns) return;
+  Client* client = Client::Get();
+  if (!client) return;
+  bool refused;
+  ring::RingMapping m = HandOverNewRing(client, static_cast<uint32_t>(std::min(size * 4, max)), 0, &refused);
+  if (!m.base) {
+    t_ring.grow_after_ns = now + kRingRetryNs;
+    return;
+  }
+  // The daemon drains what is left in the old ring before the new one.
+  t_ring.writer.MarkClosed();
+  Unmap(t_ring.mapping);
+  UseRing(m);
 }
 
 }  // namespace udiag::producer

@@ -1,6 +1,7 @@
 // Each producer thread's ring, created on its first enabled write and handed
 // to the daemon; marked closed when the thread exits so the daemon frees it
-// once drained. A fork or a reconnect bumps the ring generation, and each
+// once drained. A thread that writes faster than the daemon drains it (its
+// ring overflowed) moves to a larger ring. A fork or a reconnect bumps the ring generation, and each
 // thread then makes a fresh ring instead of writing into its parent's.
 // The first ring after a daemon restart carries, as its lost count, the
 // writes refused while there was no daemon and the records the old daemon
@@ -27,6 +28,8 @@ struct ThreadRing {
   // for before this CLOCK_MONOTONIC time: the writes meanwhile fail at once
   // instead of each making a round trip to the daemon.
   uint64_t retry_after_ns = 0;
+  // Likewise for a larger ring after one could not be made or was refused.
+  uint64_t grow_after_ns = 0;
 };
 
 extern thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
@@ -34,6 +37,13 @@ extern thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")))
 // Creates this thread's ring for the current generation; false on failure
 // (and, after a refusal, without asking again for kRingRetryNs).
 [[gnu::cold]] bool RenewThreadRing();
+
+// After this thread's ring overflowed: moves the thread to a ring four
+// times as large, up to the daemon's ring_max_bytes, and closes the old one
+// (the daemon drains it first). Keeps the old ring when no larger one can
+// be made or the daemon refuses it (a per-user limit), and tries again only
+// after kRingRetryNs.
+[[gnu::cold, gnu::noinline]] void GrowThreadRing();
 
 inline ring::RingWriter* CurrentThreadRing() {
   if (t_ring.generation == g_fast.ring_generation.load(std::memory_order_relaxed)) [[likely]] {

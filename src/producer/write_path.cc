@@ -135,7 +135,10 @@ ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
   // A record too big for the trace is dropped but the write succeeds, as in
   // the kernel; the ring counts it lost, so readers are told.
   uint8_t* dst = ring->Reserve(payload, slot->id, cpu, ts);
-  if (!dst) return total;
+  if (!dst) {
+    if (ring->TakeOverflow()) GrowThreadRing();
+    return total;
+  }
   // The usual shapes, [index][payload] and [index+payload], copy directly,
   // in a few fixed-size moves for the usual short payloads.
   if (index_apart) {

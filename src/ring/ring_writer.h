@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "base/tsc.h"
 #include "ring/ring_futex.h"
@@ -52,8 +53,14 @@ class RingWriter {
     reserved_ = 0;
     gave_up_at_tail_ = UINT64_MAX;
     dozer_due_poke_ = false;
+    overflowed_ = false;
   }
   bool attached() const { return header_ != nullptr; }
+  uint64_t data_size() const { return size_; }
+
+  // Whether a write was dropped for want of room since the last call (not
+  // one too large for any ring): the caller may then move to a bigger ring.
+  bool TakeOverflow() { return std::exchange(overflowed_, false); }
 
   // Reserves an event with room for payload_len bytes, writes its headers
   // (event `type`, this ring's thread) and returns the payload area, or
@@ -143,7 +150,10 @@ class RingWriter {
     uint64_t delta = timestamp - last_timestamp_;
     const uint32_t extend_bytes = delta > kMaxTimeDelta ? 8 : 0;
     if (cpu != page_cpu_ || page_used_ == 0 || page_used_ + extend_bytes + event_bytes > kPageRoom) {
-      if (!OpenPage(cpu, timestamp)) return Drop();
+      if (!OpenPage(cpu, timestamp)) {
+        overflowed_ = true;
+        return Drop();
+      }
       return PutEvent(0, padded, 0, type, timestamp);
     }
     if (extend_bytes != 0) {
@@ -241,6 +251,7 @@ class RingWriter {
   uint64_t reserved_timestamp_ = 0;
   uint64_t gave_up_at_tail_ = UINT64_MAX;  // the tail a wait timed out at
   bool dozer_due_poke_ = false;            // the next Commit pokes a dozing consumer
+  bool overflowed_ = false;                // a write found no free page (TakeOverflow)
 };
 
 struct RingMapping {

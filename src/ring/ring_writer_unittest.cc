@@ -116,6 +116,7 @@ TEST(RingWriterTest, OversizedPayloadIsLost) {
   EXPECT_EQ(writer.Reserve(kMaxPayload + 1, 1, 0, 0), nullptr);
   EXPECT_EQ(ring.header()->lost.load(), 1u);
   EXPECT_EQ(ring.header()->head.load(), 0u);
+  EXPECT_FALSE(writer.TakeOverflow()) << "no ring is large enough for it";
   ASSERT_NE(writer.Reserve(kMaxPayload, 1, 0, 0), nullptr);
   writer.Commit();
   EXPECT_EQ(ring.header()->head.load(), sizeof(PageHeader) + kPageRoom) << "the largest event fills a page";
@@ -257,6 +258,8 @@ TEST(RingWriterTest, FullRingDropsUntilTheTailPassesAPage) {
   EXPECT_EQ(ring.header()->head.load(), 8192u) << "the full page is closed all the same";
   EXPECT_EQ(writer.Reserve(0, 1, 0, 8), nullptr);
   EXPECT_EQ(ring.header()->lost.load(), 2u);
+  EXPECT_TRUE(writer.TakeOverflow()) << "a larger ring would have had room";
+  EXPECT_FALSE(writer.TakeOverflow()) << "taken";
 
   ring.header()->tail.store(4096 - 8);  // the consumer is still in page 0
   EXPECT_EQ(writer.Reserve(0, 1, 0, 8), nullptr);

@@ -41,11 +41,18 @@ class PageRun;  // service/page_run.h
 // events there (docs/performance.md). Pages are only used as a thread's
 // writes reach them.
 inline constexpr uint32_t kDefaultRingBytes = 4 << 20;
+// A thread whose ring overflowed moves to one four times as large, up to
+// this: a thread writing flat out fills 4 MiB in 3 ms, less than a busy
+// 2-core machine may keep the daemon off the CPU; 16 MiB (what LTTng-UST
+// gives a CPU in make bench) lost nothing there (docs/performance.md). Only
+// the threads that overflow pay for it.
+inline constexpr uint32_t kDefaultRingMaxBytes = 16 << 20;
 
 struct ServerOptions {
   std::string dir;
   AccessPolicy policy;
   uint32_t ring_bytes = kDefaultRingBytes;  // per producer thread
+  uint32_t ring_max_bytes = kDefaultRingMaxBytes;  // grown to at most
   UserLimits limits;
   bool verbose = false;
 };
@@ -87,6 +94,11 @@ class Server : public EventRegistry::Observer {
     uint64_t owner;  // connection id
     uid_t uid;       // charged for its bytes
     uint64_t bytes;
+    uint64_t serial = 0;  // of the rings added, 1 up
+    // The serial of the ring its thread wrote to before this one (it
+    // outgrew it), or 0: this one is drained only once that one is empty
+    // or gone, so that the thread's events stay in time order.
+    uint64_t follows = 0;
     // Where reading stopped at a page the producer was still filling, and
     // since when (HoldsOpenPage).
     uint64_t held_at = UINT64_MAX;
@@ -240,6 +252,7 @@ class Server : public EventRegistry::Observer {
   void TakeOverlappingPagesApart();
   void UpdateHoldBack();
   bool OnlyConsumerIsAFullRecorder() const;
+  bool WaitsForRingBefore(RingSource& src);
   size_t RecordsThatFit() const;
   void DeliverInTimeOrder(bool per_cpu);
   bool DeliverRecord(PageRun& run, Instance* direct, const Event& event, const EntryMeta& meta,
@@ -316,6 +329,7 @@ class Server : public EventRegistry::Observer {
   std::vector<Instance*> holding_back_;  // this drain round's, see UpdateHoldBack
   uint32_t writer_wait_ms_ = 0;          // what the rings' full_wait_ms says
   size_t first_ring_ = 0;                // where the next drain round starts
+  uint64_t rings_added_ = 0;             // RingSource::serial of the last one
 };
 
 }  // namespace udiag::service

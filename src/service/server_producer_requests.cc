@@ -52,6 +52,7 @@ int Server::OnHello(Connection& conn, ipc::Decoder& body, uint32_t seq) {
   reply.status_page_bytes = status_page_->capacity();
   reply.clock = static_cast<uint32_t>(clock_domain_);
   reply.ring_bytes = options_.ring_bytes;
+  reply.ring_max_bytes = std::max(options_.ring_bytes, options_.ring_max_bytes);
   ipc::Encoder e = ipc::StartMessage(ipc::MsgType::kReply, seq);
   reply.Encode(e);
   int fds[] = {status_page_->fd(), wake_.get()};
@@ -223,7 +224,13 @@ int Server::OnAddRing(Connection& conn, std::vector<ScopedFd>& fds) {
   RememberComm(conn.peer.pid, tid);
   UpdateHoldBack();  // a request may just have made an instance hold back
   (*reader)->SetWriterWait(writer_wait_ms_);
-  rings_.push_back({std::move(reader).value(), conn.peer.pid, tid, conn.id, conn.peer.uid, bytes});
+  // A thread's new ring takes over from its last one (the thread outgrew
+  // it, or its tid was reused): whatever is left there comes first.
+  uint64_t follows = 0;
+  for (const RingSource& src : rings_) {
+    if (src.owner == conn.id && src.tid == tid) follows = src.serial;
+  }
+  rings_.push_back({std::move(reader).value(), conn.peer.pid, tid, conn.id, conn.peer.uid, bytes, ++rings_added_, follows});
   return 0;
 }
 

@@ -113,6 +113,7 @@ Server::DrainTotals Server::DrainRings(bool flush_open_pages) {
                        : ring::RingReader::kPageWeight;
     for (size_t k = 0; k < ring_count; ++k) {
       RingSource& src = rings_[(first + k) % ring_count];
+      if (src.follows && WaitsForRingBefore(src)) continue;
       // A holding-back instance that is full leaves the rest in the rings;
       // a full page arena ends the round.
       const size_t pages_left = kMaxStagedPages - staged_pages_.size();
@@ -161,6 +162,19 @@ Server::DrainTotals Server::DrainRings(bool flush_open_pages) {
     return done;
   });
   return total;
+}
+
+// Whether the ring `src` took over from still has records, which go first;
+// once it is drained or gone, `src` follows nothing.
+bool Server::WaitsForRingBefore(RingSource& src) {
+  for (const RingSource& before : rings_) {
+    if (before.serial == src.follows) {
+      if (!before.reader->empty()) return true;
+      break;
+    }
+  }
+  src.follows = 0;
+  return false;
 }
 
 // A recorder that is the only consumer and has no room in its stream: the

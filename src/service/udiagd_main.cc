@@ -79,6 +79,12 @@ int main(int argc, char** argv) {
   app.add_option("--consumer-group", consumer_group, "Group whose members may enable events and read traces");
   app.add_option("--ring-kb", ring_kb, fmt::format("Size of each producer thread's ring in KiB (power of two; default {})", ring_kb))
       ->check(CLI::Range(4u, 65536u));
+  uint32_t ring_max_kb = udiag::service::kDefaultRingMaxBytes / 1024;
+  app.add_option("--ring-max-kb", ring_max_kb,
+                 fmt::format("Size in KiB a thread's ring grows to at most once it overflowed, four times "
+                             "larger each time (power of two; default {}; --ring-kb or less: rings never grow)",
+                             ring_max_kb))
+      ->check(CLI::Range(4u, 65536u));
   udiag::service::UserLimits limits;
   uint64_t queued_kb_per_connection = limits.queued_bytes_per_connection >> 10;
   uint64_t queued_kb = limits.queued_bytes >> 10;
@@ -119,6 +125,10 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "udiagd: --ring-kb must be a power of two\n");
     return 2;
   }
+  if (ring_max_kb & (ring_max_kb - 1)) {
+    fmt::print(stderr, "udiagd: --ring-max-kb must be a power of two\n");
+    return 2;
+  }
 
   udiag::service::ServerOptions options;
   options.dir = udiag::base::ResolveDaemonDir(dir);
@@ -126,6 +136,7 @@ int main(int argc, char** argv) {
   options.policy.producer_group = ParseGroup(producer_group);
   options.policy.consumer_group = ParseGroup(consumer_group);
   options.ring_bytes = ring_kb * 1024;
+  options.ring_max_bytes = ring_max_kb * 1024;
   options.verbose = verbose;
   limits.queued_bytes_per_connection = queued_kb_per_connection << 10;
   limits.queued_bytes = queued_kb << 10;

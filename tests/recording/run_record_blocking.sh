@@ -7,7 +7,7 @@
 BIN_DIR="$1"
 UDIAG="$BIN_DIR/udiag"
 T=$(mktemp -d)
-"$BIN_DIR/udiagd" --dir "$T/d" --ring-kb 4 & DAEMON=$!
+"$BIN_DIR/udiagd" --dir "$T/d" --ring-kb 4 --ring-max-kb 4 & DAEMON=$!
 export UDIAG_DIR="$T/d"
 i=0; while [ ! -S "$T/d/control.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
 cleanup() { kill -CONT $R 2>/dev/null; kill $DAEMON $R 2>/dev/null; wait $DAEMON 2>/dev/null; rm -rf "$T"; }
