@@ -30,7 +30,11 @@ bool DirectIoOn(int fd) {
 
 void BlockWriter::FreeBlock::operator()(uint8_t* block) const { std::free(block); }
 
-BlockWriter::BlockWriter() : thread_([this] { Run(); }) {
+BlockWriter::BlockWriter() : thread_([this] { Run(); }) {}
+
+void BlockWriter::PrepareForStream() {
+  if (prepared_) return;
+  prepared_ = true;
   // Every block a busy recording cycles through, touched now: a page fault
   // per page in the first second of a recording is a stall it cannot afford.
   std::vector<uint8_t*> blocks;

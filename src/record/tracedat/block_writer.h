@@ -42,6 +42,11 @@ class BlockWriter {
   BlockWriter(const BlockWriter&) = delete;
   BlockWriter& operator=(const BlockWriter&) = delete;
 
+  // Touches the blocks a stream of pages cycles through, once: called before
+  // streaming, so that a writer used only for a few header blocks (the
+  // daemon writes the pages) costs no more memory than those.
+  void PrepareForStream();
+
   // Turns on direct I/O for `fd` when its file system allows it; otherwise
   // the file is written through the page cache as usual.
   static void PreferDirectIo(int fd);
@@ -86,6 +91,7 @@ class BlockWriter {
   std::deque<Job> queue_;
   std::vector<uint8_t*> free_;
   std::vector<std::unique_ptr<uint8_t, FreeBlock>> owned_;
+  bool prepared_ = false;  // PrepareForStream ran (only its caller's thread reads it)
   bool writing_ = false;
   bool stopping_ = false;
   int error_ = 0;

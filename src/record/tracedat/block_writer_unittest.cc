@@ -151,6 +151,27 @@ int ThpEligibleOf(const void* at) {
   return -1;
 }
 
+// Resident memory of this process, from /proc/self/statm.
+size_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t total = 0, resident = 0;
+  statm >> total >> resident;
+  return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// A recording whose daemon writes the pages uses its writer for headers
+// only: the blocks a stream cycles through are touched once one starts.
+TEST_F(BlockWriterTest, BlocksAreTouchedOnlyForAStream) {
+  const size_t before = ResidentBytes();
+  BlockWriter writer;
+  EXPECT_LT(ResidentBytes(), before + 2 * kBlock);
+  writer.PrepareForStream();
+  EXPECT_GE(ResidentBytes(), before + 8 * kBlock);
+  const size_t prepared = ResidentBytes();
+  writer.PrepareForStream();
+  EXPECT_LT(ResidentBytes(), prepared + kBlock) << "touched once";
+}
+
 TEST_F(BlockWriterTest, BlocksAreInHugePagesWhereTheKernelHasThem) {
   std::ifstream mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string mode;

@@ -46,7 +46,9 @@ std::unique_ptr<CpuSpool> CpuSpool::InRegion(int fd, uint64_t offset, uint64_t c
 
 CpuSpool::CpuSpool(base::ScopedFd owned, int fd, uint64_t offset, uint64_t capacity, size_t slot,
                    BlockWriter* writer)
-    : owned_(std::move(owned)), fd_(fd), offset_(offset), capacity_(capacity), slot_(slot), writer_(writer) {}
+    : owned_(std::move(owned)), fd_(fd), offset_(offset), capacity_(capacity), slot_(slot), writer_(writer) {
+  writer_->PrepareForStream();
+}
 
 CpuSpool::~CpuSpool() {
   if (block_) writer_->Release(block_);
