@@ -225,10 +225,12 @@ int Server::OnAddRing(Connection& conn, std::vector<ScopedFd>& fds) {
   UpdateHoldBack();  // a request may just have made an instance hold back
   (*reader)->SetWriterWait(writer_wait_ms_);
   // A thread's new ring takes over from its last one (the thread outgrew
-  // it, or its tid was reused): whatever is left there comes first.
+  // it, or its tid was reused): whatever is left there comes first. By the
+  // tid the producer wrote, not the one we attribute: in a pid namespace of
+  // its own all of a process's threads are attributed to it.
   uint64_t follows = 0;
   for (const RingSource& src : rings_) {
-    if (src.owner == conn.id && src.tid == tid) follows = src.serial;
+    if (src.owner == conn.id && src.reader->tid() == (*reader)->tid()) follows = src.serial;
   }
   rings_.push_back({std::move(reader).value(), conn.peer.pid, tid, conn.id, conn.peer.uid, bytes, ++rings_added_, follows});
   return 0;
