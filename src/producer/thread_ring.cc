@@ -81,9 +81,10 @@ pthread_key_t ExitKey() {
 
 // A new ring of `data_size` bytes for this thread, handed to `client`'s
 // daemon; a null base when either step failed (`refused`: the daemon said
-// no). `lost` is its first lost count. The daemon sets full_wait_ms when it maps the ring; until then the
-// ring waits for room as long as a recording that holds back (--block)
-// asks, which the daemon's policy words say.
+// no). `lost` is its first lost count. The daemon sets full_wait_ms when
+// it maps the ring; until then the ring waits for room as long as a
+// recording that holds back (--block) asks, which the daemon's policy
+// words say.
 //
 // The reply comes once the daemon has mapped the ring. A daemon that does
 // not answer within kRingAckWaitMs (stopped, swamped) maps the ring when it

@@ -1,8 +1,9 @@
 // Each producer thread's ring, created on its first enabled write and handed
 // to the daemon; marked closed when the thread exits so the daemon frees it
 // once drained. A thread that writes faster than the daemon drains it (its
-// ring overflowed) moves to a larger ring. A fork or a reconnect bumps the ring generation, and each
-// thread then makes a fresh ring instead of writing into its parent's.
+// ring overflowed) moves to a larger ring. A fork or a reconnect bumps the
+// ring generation, and each thread then makes a fresh ring instead of
+// writing into its parent's.
 // The first ring after a daemon restart carries, as its lost count, the
 // writes refused while there was no daemon and the records the old daemon
 // never drained.
