@@ -11,9 +11,12 @@
 # RATE paces each producer at RATE events/s (default: full speed). BUILD_DIR
 # needs -DUDIAG_BUILD_BENCH=ON (for flood_producer). RECORD_ARGS and
 # UDIAGD_ARGS add options: RECORD_ARGS=--block, UDIAGD_ARGS='--ring-kb 16384'.
+# STALL=MS/EVERY_MS stalls the daemon's disk writes for MS ms every EVERY_MS
+# ms while the producers run (root, cgroup v1 blkio or v2 io): the same
+# stall in every run, where the disk's own stalls differ from run to run.
 set -euo pipefail
 if [ $# -lt 3 ] || [ "$1" = --help ]; then
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
   [ "${1:-}" = --help ]; exit
 fi
 build=$1 producers=$2 seconds=$3 rate=${4:-0}
@@ -23,6 +26,32 @@ trap 'rm -rf "$work"' EXIT
 # that a build copied elsewhere for an A/B run brings its own.
 export LD_LIBRARY_PATH="$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# stall_disk PID DIR MS EVERY_MS: moves PID into a cgroup of its own and
+# lets it write once a second to DIR's disk for MS of every EVERY_MS ms,
+# until killed.
+stall_disk() {
+  local dev ms=$3 every=$4 cg limit
+  dev=$(stat -c '%Hd:%Ld' "$2")
+  if [ -d /sys/fs/cgroup/blkio ]; then
+    cg=/sys/fs/cgroup/blkio/udiag_stall_$$ limit=blkio.throttle.write_iops_device
+    mkdir -p $cg
+    set_limit() { echo "$dev $1" >"$cg/$limit"; }
+  else
+    cg=/sys/fs/cgroup/udiag_stall_$$ limit=io.max
+    echo +io >/sys/fs/cgroup/cgroup.subtree_control
+    mkdir -p $cg
+    set_limit() { echo "$dev wiops=${1/#0/max}" >"$cg/$limit"; }
+  fi
+  echo "$1" >"$cg/cgroup.procs"
+  trap 'set_limit 0; echo "$1" >"${cg%/*}/cgroup.procs"; rmdir $cg; exit' TERM
+  while :; do
+    sleep "$(awk "BEGIN {print ($every - $ms) / 1000}")"
+    set_limit 1
+    sleep "$(awk "BEGIN {print $ms / 1000}")"
+    set_limit 0
+  done
+}
 
 setsid "$build/bin/udiagd" --dir "$work/daemon" ${UDIAGD_ARGS:-} >/dev/null 2>&1 &
 daemon=$!
@@ -39,7 +68,12 @@ for i in $(seq "$producers"); do
   UDIAG_DIR="$work/daemon" "$build/bin/flood_producer" "$seconds" "$rate" >"$work/producer$i.out" 2>&1 &
   pids+=($!)
 done
+if [ -n "${STALL:-}" ]; then
+  stall_disk $daemon "$work" "${STALL%/*}" "${STALL#*/}" &
+  staller=$!
+fi
 wait "${pids[@]}"
+if [ -n "${STALL:-}" ]; then kill $staller; wait $staller 2>/dev/null || true; fi
 daemon_ticks=$(( $(ticks $daemon) - daemon_before )) recorder_ticks=$(( $(ticks $recorder) - recorder_before ))
 kill -INT $recorder; wait $recorder
 grep '^udiag record: [0-9]* \(lost\|dropped\)' "$work/record.err" >&2 || true
