@@ -139,6 +139,12 @@ class RingReader {
         // An old snapshot of head may be inside the page: look again.
         if (head_ - tail_ < kRingPageSize && !LoadHead()) break;
         if (head_ - tail_ >= kRingPageSize) {
+          // The next closed page comes in while this one is copied and
+          // checked: its lines are in the producer's cache.
+          if (head_ - tail_ >= 2 * kRingPageSize) {
+            const uint8_t* next = data_ + ((tail_ + kRingPageSize) & mask_);
+            for (uint32_t at = 0; at < kRingPageSize; at += 64) __builtin_prefetch(next + at, 0, 3);
+          }
           PageHeader header;
           std::memcpy(&header, data_ + (tail_ & mask_), sizeof(header));
           page_sink(PageHead{static_cast<uint16_t>(header.commit >> 32), header.timestamp},
