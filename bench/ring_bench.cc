@@ -27,7 +27,7 @@ constexpr uint32_t kRingBytes = 1 << 20;
 class Consumer {
  public:
   Consumer(int fd, std::chrono::microseconds poll)
-      : reader_(std::move(RingReader::Map(fd).value())) {
+      : reader_(std::move(RingReader::Map(fd, base::MonotonicNs()).value())) {
     thread_ = std::thread([this, poll] {
       uint64_t sum = 0;
       while (!stop_.load(std::memory_order_relaxed)) {
@@ -155,7 +155,7 @@ void BM_RingDrain32(benchmark::State& state) {
     state.SkipWithError("CreateRing failed");
     return;
   }
-  auto reader = std::move(RingReader::Map(mapping.fd).value());
+  auto reader = std::move(RingReader::Map(mapping.fd, base::MonotonicNs()).value());
   RingWriter writer;
   writer.Attach(mapping.base);
   uint64_t sum = 0, records = 0;

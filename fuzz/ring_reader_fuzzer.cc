@@ -13,6 +13,7 @@
 #include <cstring>
 #include <new>
 
+#include "base/tsc.h"
 #include "ring/ring_reader.h"
 
 using namespace udiag::ring;
@@ -53,7 +54,7 @@ int MakeRing(const uint8_t* data, size_t size) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int fd = MakeRing(data, size);
-  auto reader = RingReader::Map(fd);
+  auto reader = RingReader::Map(fd, base::MonotonicNs());
   close(fd);
   if (!reader.ok()) return 0;
   uint64_t checksum = 0;

@@ -56,7 +56,7 @@ ScopedFd MakeMemfd(size_t bytes, uint32_t data_size, int seals,
 constexpr int kSizeSeals = F_SEAL_SHRINK | F_SEAL_GROW;
 
 int MapError(int fd) {
-  auto reader = RingReader::Map(fd);
+  auto reader = RingReader::Map(fd, base::MonotonicNs());
   return reader.ok() ? 0 : reader.error();
 }
 

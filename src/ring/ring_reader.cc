@@ -42,7 +42,7 @@ static_assert(offsetof(RingHeader, features) + sizeof(uint32_t) == sizeof(FixedF
 
 }  // namespace
 
-base::ErrorOr<std::unique_ptr<RingReader>> RingReader::Map(int memfd) {
+base::ErrorOr<std::unique_ptr<RingReader>> RingReader::Map(int memfd, uint64_t losses_since_ns) {
   constexpr int kNeededSeals = F_SEAL_SHRINK | F_SEAL_GROW;
   const int seals = fcntl(memfd, F_GET_SEALS);
   if (seals < 0 || (seals & kNeededSeals) != kNeededSeals) return base::Errno{EPERM};
@@ -77,11 +77,12 @@ base::ErrorOr<std::unique_ptr<RingReader>> RingReader::Map(int memfd) {
   }
   return std::unique_ptr<RingReader>(new RingReader(base, file_bytes, fixed.data_size, fixed.tid,
                                                     static_cast<ClockDomain>(fixed.clock), tail,
-                                                    (fixed.features & kRingWakesDozingConsumer) != 0));
+                                                    (fixed.features & kRingWakesDozingConsumer) != 0,
+                                                    losses_since_ns));
 }
 
 RingReader::RingReader(void* base, size_t map_bytes, uint32_t data_size, uint32_t tid,
-                       ClockDomain clock, uint64_t tail, bool wakes_dozing_consumer)
+                       ClockDomain clock, uint64_t tail, bool wakes_dozing_consumer, uint64_t losses_since_ns)
     : header_(static_cast<RingHeader*>(base)),
       data_(static_cast<const uint8_t*>(base) + kHeaderBytes),
       map_bytes_(map_bytes),
@@ -93,7 +94,7 @@ RingReader::RingReader(void* base, size_t map_bytes, uint32_t data_size, uint32_
       tail_(tail),
       published_tail_(tail),
       head_(tail),
-      lost_checked_ns_(base::MonotonicNs()) {}
+      lost_checked_ns_(losses_since_ns) {}
 
 RingReader::~RingReader() { munmap(header_, map_bytes_); }
 

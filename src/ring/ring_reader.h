@@ -79,8 +79,12 @@ class RingReader {
   // unless its size is kHeaderBytes + data_size with data_size a power of two
   // in [kMinDataSize, kMaxDataSize] matching the header; EPROTO for a wrong
   // magic, version, clock or tail; mmap's errno (EACCES for a read-only fd,
-  // EPERM for a write-sealed one).
-  static base::ErrorOr<std::unique_ptr<RingReader>> Map(int memfd);
+  // EPERM for a write-sealed one). `losses_since_ns` (CLOCK_MONOTONIC) is a
+  // time before the producer could count its first loss, the start of its
+  // process: the ring may come with losses already counted (while it waited
+  // to be mapped, or while the producer had no daemon), and the first
+  // TakeLost allows as many as could have happened since then.
+  static base::ErrorOr<std::unique_ptr<RingReader>> Map(int memfd, uint64_t losses_since_ns);
 
   RingReader(const RingReader&) = delete;
   RingReader& operator=(const RingReader&) = delete;
@@ -238,7 +242,7 @@ class RingReader {
   friend class RingReaderTestPeer;
 
   RingReader(void* base, size_t map_bytes, uint32_t data_size, uint32_t tid, ClockDomain clock,
-             uint64_t tail, bool wakes_dozing_consumer);
+             uint64_t tail, bool wakes_dozing_consumer, uint64_t losses_since_ns);
 
   // Copies out and checks the next event's header and finds its payload
   // (checked to lie within the committed bytes of its page); false when
@@ -292,7 +296,7 @@ class RingReader {
   uint64_t page_end_ = 0;
   bool holding_open_page_ = false;
   uint64_t lost_seen_ = 0;
-  uint64_t lost_checked_ns_;  // a time before TakeLost last read the counter (or Map)
+  uint64_t lost_checked_ns_;  // a time before TakeLost last read the counter (or Map's losses_since_ns)
   bool broken_ = false;
   bool writer_may_wait_ = false;
   alignas(8) uint8_t buffer_[kMaxPayload];

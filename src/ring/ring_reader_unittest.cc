@@ -191,6 +191,20 @@ TEST(RingReaderTest, TakeLostIgnoresACounterGoingBackwards) {
   EXPECT_EQ(reader->TakeLost(), 2u);
 }
 
+// A ring the daemon maps late (it was stopped, or the producer counted
+// losses while it had no daemon) comes with losses already counted: they
+// are taken in full when they fit the time since the producer could write.
+TEST(RingReaderTest, LossesCountedBeforeTheMapAreTakenWhenTheyFitTheTime) {
+  TestRing ring(4096);
+  ring.header()->lost.store(1'000'000);
+  auto reader = ring.Reader(base::MonotonicNs() - 10'000'000);  // 10 ms: room for 10 M
+  ASSERT_NE(reader, nullptr);
+  EXPECT_EQ(reader->TakeLost(), 1'000'000u);
+  auto late = ring.Reader(base::MonotonicNs());
+  ASSERT_NE(late, nullptr);
+  EXPECT_LT(late->TakeLost(), 1'000'000u) << "more than could have been lost since the start";
+}
+
 TEST(RingReaderTest, AbandonedRecordIsNeverDelivered) {
   TestRing ring(4096);
   RingWriter writer;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/tsc.h"
 #include "gtest/gtest.h"
 #include "ring/ring_layout.h"
 #include "ring/ring_reader.h"
@@ -88,8 +89,9 @@ class TestRing {
     std::memcpy(data() + (pos & (data_size() - 1)), &value, sizeof(value));
   }
 
-  std::unique_ptr<RingReader> Reader() const {
-    auto reader = RingReader::Map(mapping_.fd);
+  // Losses counted before `losses_since_ns` are the producer's lie.
+  std::unique_ptr<RingReader> Reader(uint64_t losses_since_ns = base::MonotonicNs()) const {
+    auto reader = RingReader::Map(mapping_.fd, losses_since_ns);
     EXPECT_TRUE(reader.ok()) << reader.error();
     return reader.ok() ? std::move(reader).value() : nullptr;
   }

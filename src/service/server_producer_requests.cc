@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "base/process_start.h"
 #include "schema/event_description.h"
 #include "service/server_epoll.h"
 #include "udiag/udiag.h"
@@ -208,7 +209,7 @@ int Server::OnAddRing(Connection& conn, std::vector<ScopedFd>& fds) {
   if (fds.size() != 1) return EPROTO;
   size_t owned = std::count_if(rings_.begin(), rings_.end(), [&](const RingSource& r) { return r.owner == conn.id; });
   if (owned >= kMaxRingsPerProcess) return EMFILE;
-  auto reader = ring::RingReader::Map(fds[0].get());
+  auto reader = ring::RingReader::Map(fds[0].get(), base::ProcessStartNs(conn.peer.pid));
   if (!reader.ok()) return reader.error();
   // Map checked the size (a sealed memfd's cannot change): charge it.
   struct stat ring_stat;

@@ -1,0 +1,47 @@
+#include "base/process_start.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "base/tsc.h"
+
+namespace udiag::base {
+namespace {
+
+constexpr uint64_t kTickNs = 10'000'000;  // the usual 100 Hz; a start may read a tick early
+
+TEST(ProcessStartTest, AChildStartsAfterItsParentAndBeforeNow) {
+  const uint64_t before_fork = MonotonicNs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // more than a tick
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  const uint64_t child_start = ProcessStartNs(child);
+  const uint64_t self_start = ProcessStartNs(getpid());
+  const uint64_t now = MonotonicNs();
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_GT(self_start, 0u);
+  EXPECT_LE(self_start, before_fork);
+  EXPECT_GE(child_start + kTickNs, before_fork + 50'000'000) << "the child started after the sleep";
+  EXPECT_LE(child_start, now);
+  EXPECT_LT(self_start, child_start);
+}
+
+TEST(ProcessStartTest, AProcessThatIsGoneStartedAtBoot) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  EXPECT_EQ(ProcessStartNs(child), 0u);
+}
+
+}  // namespace
+}  // namespace udiag::base
