@@ -68,12 +68,16 @@ uint8_t* BlockWriter::Acquire() {
     free_.pop_back();
     return block;
   }
-  // Blocks come in huge pages where the kernel has them (MADV_HUGEPAGE):
-  // direct I/O pins a block's memory for every write, a 2 MiB page at a
-  // time instead of 4 KiB, and filling a block misses the TLB less.
+  // A stream's blocks come in huge pages where the kernel has them
+  // (MADV_HUGEPAGE): direct I/O pins a block's memory for every write, a
+  // 2 MiB page at a time instead of 4 KiB, and filling a block misses the
+  // TLB less. Blocks made before a stream (a few header blocks, when the
+  // daemon writes the pages) in small pages: the first touch of a huge page
+  // zeroes all of it, 5-7 ms in a VM whose host takes back the guest's free
+  // huge pages (free page reporting).
   void* memory = std::aligned_alloc(kHugePageBytes, kHugePageBytes);
   if (!memory) throw std::bad_alloc();
-  ::madvise(memory, kHugePageBytes, MADV_HUGEPAGE);
+  ::madvise(memory, kHugePageBytes, prepared_ ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   owned_.emplace_back(static_cast<uint8_t*>(memory));
   for (size_t at = kBlockBytes; at < kHugePageBytes; at += kBlockBytes) free_.push_back(owned_.back().get() + at);
   return owned_.back().get();

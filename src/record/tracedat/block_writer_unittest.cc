@@ -172,15 +172,19 @@ TEST_F(BlockWriterTest, BlocksAreTouchedOnlyForAStream) {
   EXPECT_LT(ResidentBytes(), prepared + kBlock) << "touched once";
 }
 
-TEST_F(BlockWriterTest, BlocksAreInHugePagesWhereTheKernelHasThem) {
+TEST_F(BlockWriterTest, AStreamsBlocksAreInHugePagesWhereTheKernelHasThem) {
   std::ifstream mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string mode;
   std::getline(mode_file, mode);
   if (mode.empty() || mode.find("[never]") != std::string::npos) GTEST_SKIP() << "no transparent huge pages here";
   BlockWriter writer;
-  uint8_t* block = writer.Acquire();
-  EXPECT_EQ(ThpEligibleOf(block), 1);
-  writer.Release(block);
+  uint8_t* header_block = writer.Acquire();
+  EXPECT_EQ(ThpEligibleOf(header_block), 0) << "a block made before any stream: small pages";
+  writer.Release(header_block);
+  writer.PrepareForStream();
+  uint8_t* stream_block = writer.Acquire();  // the last one PrepareForStream made
+  EXPECT_EQ(ThpEligibleOf(stream_block), 1);
+  writer.Release(stream_block);
 }
 
 }  // namespace
