@@ -1,6 +1,6 @@
 #include "export/clickhouse_client.h"
 
-#include <curl/curl.h>
+#include "export/curl_library.h"
 
 namespace udiag::exporter {
 namespace {
@@ -17,49 +17,49 @@ constexpr long kTransferTimeoutMs = 60000;
 
 }  // namespace
 
-ClickHouseClient::ClickHouseClient(std::string url) : url_(std::move(url)) {
-  static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
-  (void)initialised;
+ClickHouseClient::ClickHouseClient(std::string url) : url_(std::move(url)), curl_lib_(Curl(&curl_error_)) {
   while (!url_.empty() && url_.back() == '/') url_.pop_back();
-  curl_ = curl_easy_init();
+  if (curl_lib_ && !(curl_ = curl_lib_->easy_init())) curl_error_ = "cannot initialise libcurl";
 }
 
-ClickHouseClient::~ClickHouseClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+ClickHouseClient::~ClickHouseClient() {
+  if (curl_) curl_lib_->easy_cleanup(curl_);
+}
 
 HttpResult ClickHouseClient::Post(const std::string& url, std::string_view body) {
   HttpResult result;
-  CURL* curl = static_cast<CURL*>(curl_);
-  if (!curl) {
-    result.body = "cannot initialise libcurl";
+  if (!curl_) {
+    result.body = curl_error_;
     return result;
   }
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_POST, 1L);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &result.body);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, kTransferTimeoutMs);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  CURLcode code = curl_easy_perform(curl);
+  const CurlLibrary& c = *curl_lib_;
+  c.easy_setopt(curl_, CURLOPT_URL, url.c_str());
+  c.easy_setopt(curl_, CURLOPT_POST, 1L);
+  c.easy_setopt(curl_, CURLOPT_POSTFIELDS, body.data());
+  c.easy_setopt(curl_, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  c.easy_setopt(curl_, CURLOPT_WRITEFUNCTION, AppendBody);
+  c.easy_setopt(curl_, CURLOPT_WRITEDATA, &result.body);
+  c.easy_setopt(curl_, CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
+  c.easy_setopt(curl_, CURLOPT_TIMEOUT_MS, kTransferTimeoutMs);
+  c.easy_setopt(curl_, CURLOPT_NOSIGNAL, 1L);
+  CURLcode code = c.easy_perform(curl_);
   if (code != CURLE_OK) {
-    result.body = curl_easy_strerror(code);
+    result.body = c.easy_strerror(code);
     return result;
   }
   result.sent = true;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &result.status);
+  c.easy_getinfo(curl_, CURLINFO_RESPONSE_CODE, &result.status);
   return result;
 }
 
 HttpResult ClickHouseClient::Query(std::string_view sql) { return Post(url_ + "/", sql); }
 
 HttpResult ClickHouseClient::Insert(std::string_view statement, std::string_view data) {
-  CURL* curl = static_cast<CURL*>(curl_);
-  char* escaped = curl ? curl_easy_escape(curl, statement.data(), static_cast<int>(statement.size())) : nullptr;
+  if (!curl_) return HttpResult{false, 0, curl_error_};
+  char* escaped = curl_lib_->easy_escape(curl_, statement.data(), static_cast<int>(statement.size()));
   if (!escaped) return HttpResult{false, 0, "cannot escape the statement"};
   std::string url = url_ + "/?query=" + escaped;
-  curl_free(escaped);
+  curl_lib_->free(escaped);
   return Post(url, data);
 }
 

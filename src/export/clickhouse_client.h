@@ -1,12 +1,14 @@
-// A ClickHouse server over its HTTP interface (port 8123), through libcurl:
-// statements and `INSERT ... FORMAT RowBinary` bodies, one kept-alive
-// connection.
+// A ClickHouse server over its HTTP interface (port 8123), through libcurl
+// (loaded on first use, curl_library.h): statements and `INSERT ... FORMAT
+// RowBinary` bodies, one kept-alive connection.
 #pragma once
 
 #include <string>
 #include <string_view>
 
 namespace udiag::exporter {
+
+struct CurlLibrary;
 
 struct HttpResult {
   bool sent = false;  // the request reached the server (false: connect/transfer failed)
@@ -17,7 +19,8 @@ struct HttpResult {
 
 class ClickHouseClient {
  public:
-  // `url` is e.g. http://host:8123 (user:password@ allowed).
+  // `url` is e.g. http://host:8123 (user:password@ allowed). Without
+  // libcurl every request fails, its body saying why.
   explicit ClickHouseClient(std::string url);
   ~ClickHouseClient();
   ClickHouseClient(const ClickHouseClient&) = delete;
@@ -33,7 +36,9 @@ class ClickHouseClient {
   HttpResult Post(const std::string& url, std::string_view body);
 
   std::string url_;
-  void* curl_;  // CURL*
+  std::string curl_error_;  // why there is no curl_ handle
+  const CurlLibrary* curl_lib_;  // null without libcurl
+  void* curl_ = nullptr;  // CURL*
 };
 
 }  // namespace udiag::exporter
