@@ -54,7 +54,7 @@ int MakeRing(const uint8_t* data, size_t size) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int fd = MakeRing(data, size);
-  auto reader = RingReader::Map(fd, base::MonotonicNs());
+  auto reader = RingReader::Map(fd, udiag::base::MonotonicNs());
   close(fd);
   if (!reader.ok()) return 0;
   uint64_t checksum = 0;
