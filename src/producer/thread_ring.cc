@@ -13,7 +13,7 @@
 
 namespace udiag::producer {
 
-thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
+constinit thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
 
 namespace {
 

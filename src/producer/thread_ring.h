@@ -33,7 +33,7 @@ struct ThreadRing {
   uint64_t grow_after_ns = 0;
 };
 
-extern thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
+extern constinit thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
 
 // Creates this thread's ring for the current generation; false on failure
 // (and, after a refusal, without asking again for kRingRetryNs).
