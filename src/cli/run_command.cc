@@ -17,8 +17,10 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <thread>
 
+#include "base/proc_stat.h"
 #include "cli/cli_support.h"
 #include "consumer/private_daemon.h"
 #include "consumer/spawn.h"
@@ -154,17 +156,11 @@ std::vector<pid_t> Children() {
     char* end = nullptr;
     long pid = strtol(entry->d_name, &end, 10);
     if (pid <= 0 || *end != '\0') continue;
-    int fd = open(fmt::format("/proc/{}/stat", pid).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    char buf[1024];
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0) continue;
-    buf[n] = '\0';
-    const char* paren = strrchr(buf, ')');  // the name may hold spaces and parentheses
+    std::string fields;
     char state;
     int ppid;
-    if (paren && sscanf(paren + 1, " %c %d", &state, &ppid) == 2 && ppid == self) {
+    if (base::ProcStatFields(static_cast<pid_t>(pid), &fields) && sscanf(fields.c_str(), "%c %d", &state, &ppid) == 2 &&
+        ppid == self) {
       children.push_back(static_cast<pid_t>(pid));
     }
   }

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "base/process_start.h"
+#include "base/proc_stat.h"
 #include "schema/event_description.h"
 #include "service/server_epoll.h"
 #include "udiag/udiag.h"

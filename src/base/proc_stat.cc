@@ -1,4 +1,4 @@
-#include "base/process_start.h"
+#include "base/proc_stat.h"
 
 #include <fcntl.h>
 #include <time.h>
@@ -21,8 +21,9 @@ uint64_t BoottimeNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// Field 22 of /proc/PID/stat, in clock ticks since boot (suspend included).
-bool StartTicks(pid_t pid, uint64_t* ticks) {
+}  // namespace
+
+bool ProcStatFields(pid_t pid, std::string* fields) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
   ScopedFd fd(::open(path, O_RDONLY | O_CLOEXEC));
@@ -31,24 +32,26 @@ bool StartTicks(pid_t pid, uint64_t* ticks) {
   const ssize_t n = ::read(fd.get(), text, sizeof text - 1);
   if (n <= 0) return false;
   text[n] = '\0';
-  // The command name may hold spaces and parentheses: count from its end.
-  const char* at = std::strrchr(text, ')');
-  if (!at) return false;
-  for (int field = 2; field < 22; ++field) {
-    at = std::strchr(at + 1, ' ');
-    if (!at) return false;
-  }
-  char* end;
-  *ticks = std::strtoull(at + 1, &end, 10);
-  return end != at + 1;
+  const char* name_end = std::strrchr(text, ')');
+  if (!name_end) return false;
+  fields->assign(name_end + 1 + (name_end[1] == ' '));
+  return true;
 }
 
-}  // namespace
-
 uint64_t ProcessStartNs(pid_t pid) {
-  uint64_t ticks;
+  // Field 22, the 20th after the name: clock ticks since boot (suspend included).
+  std::string fields;
   const long hz = ::sysconf(_SC_CLK_TCK);
-  if (hz <= 0 || !StartTicks(pid, &ticks)) return 0;
+  if (hz <= 0 || !ProcStatFields(pid, &fields)) return 0;
+  const char* at = fields.c_str();
+  for (int field = 3; field < 22; ++field) {
+    at = std::strchr(at, ' ');
+    if (!at) return 0;
+    ++at;
+  }
+  char* end;
+  const uint64_t ticks = std::strtoull(at, &end, 10);
+  if (end == at) return 0;
   const uint64_t started_boot_ns = ticks * (1'000'000'000u / static_cast<uint64_t>(hz));
   // Now in both clocks: the monotonic one stood still while suspended.
   const uint64_t monotonic = MonotonicNs(), boottime = BoottimeNs();

@@ -1,10 +1,13 @@
-#include "base/process_start.h"
+#include "base/proc_stat.h"
 
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <string>
 #include <thread>
 
 #include "base/tsc.h"
@@ -13,6 +16,26 @@ namespace udiag::base {
 namespace {
 
 constexpr uint64_t kTickNs = 10'000'000;  // the usual 100 Hz: a start reads up to a tick early
+
+TEST(ProcStatTest, FieldsStartAtTheStateAfterANameWithParentheses) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    prctl(PR_SET_NAME, "a) b (c");
+    pause();
+    _exit(0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the name is set
+  std::string fields;
+  const bool read = ProcStatFields(child, &fields);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  ASSERT_TRUE(read);
+  char state;
+  int ppid;
+  ASSERT_EQ(std::sscanf(fields.c_str(), "%c %d", &state, &ppid), 2) << fields;
+  EXPECT_EQ(ppid, getpid());
+}
 
 TEST(ProcessStartTest, AChildStartsAfterItsParentAndBeforeNow) {
   const uint64_t before_fork = MonotonicNs();
