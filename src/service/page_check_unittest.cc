@@ -121,6 +121,73 @@ TEST_F(PageCheckTest, AnHonestPageBecomesTheTraceDatPageOfItsEvents) {
   }
 }
 
+// The usual page, events of one type and size back to back, is checked
+// by CheckEventsOfOneSize: its result must be what the walk from event to
+// event makes of a page.
+TEST_F(PageCheckTest, APageOfOneTypeAndSizeBecomesTheSameTraceDatPage) {
+  PageBuilder builder(100);
+  uint64_t time = 100;
+  std::vector<uint64_t> times;
+  for (uint8_t i = 0; i < 50; ++i) {
+    builder.Event(10, time, {i, 2, 3, 4});
+    times.push_back(1000 + 2 * time);
+    time += 1 + i * 1000;
+  }
+  uint8_t* page = builder.Close();
+  ASSERT_TRUE(Check(page, time));
+  EXPECT_EQ(checked_.events, 50u);
+  EXPECT_EQ(checked_.only_type, 10u);
+  ASSERT_EQ(checked_.type_count, 1u);
+  EXPECT_EQ(checked_.types[0], 10);
+  EXPECT_EQ(checked_.first_ns, 1200u);
+  EXPECT_EQ(checked_.span_ns, times.back() - times.front());
+
+  uint64_t lost = 0;
+  std::vector<record::tracedat::PageRecord> records;
+  ASSERT_EQ(record::tracedat::ForEachPageRecord({page, ring::kRingPageSize}, 8, &lost,
+                                                [&](const auto& record) { records.push_back(record); }),
+            0);
+  ASSERT_EQ(records.size(), 50u);
+  for (uint8_t i = 0; i < 50; ++i) {
+    EXPECT_EQ(records[i].timestamp, times[i]) << int{i};
+    const std::vector<uint8_t> data(records[i].data.begin(), records[i].data.end());
+    EXPECT_EQ(data, (std::vector<uint8_t>{10, 0, 0, 0, 0x92, 0x10, 0, 0, i, 2, 3, 4})) << int{i};
+  }
+}
+
+// A page whose events are all of one size but not one type is left for
+// the walk untouched: it must still read the producer's times.
+TEST_F(PageCheckTest, APageOfOneSizeAndTwoTypesIsCheckedEventByEvent) {
+  PageBuilder builder(0);
+  builder.Event(10, 10, {1, 2, 3, 4}).Event(10, 20, {1, 2, 3, 4}).Event(11, 30, {0, 0, 0, 0});
+  uint8_t* page = builder.Close();
+  ASSERT_TRUE(Check(page));
+  EXPECT_EQ(checked_.type_count, 2u);
+  uint64_t lost = 0;
+  std::vector<uint64_t> times;
+  record::tracedat::ForEachPageRecord({page, ring::kRingPageSize}, 8, &lost,
+                                      [&](const auto& record) { times.push_back(record.timestamp); });
+  EXPECT_EQ(times, (std::vector<uint64_t>{1020, 1040, 1060}));
+}
+
+TEST_F(PageCheckTest, ALaterEventOfOneSizedPageCanRefuseIt) {
+  PageBuilder too_far(0);  // the last delta is too large once in ns (2 ns a tick)
+  too_far.Event(10, 1, {1, 2, 3, 4}).Event(10, 1 + ring::kMaxTimeDelta, {1, 2, 3, 4});
+  EXPECT_FALSE(Check(too_far.Close(), 1u << 30));
+
+  PageBuilder bad_loc(0);
+  bad_loc.Event(11, 1, {0, 0, 2, 0, 'x', 0, 0, 0}).Event(11, 2, {0, 0, 40, 0, 'x', 0, 0, 0});
+  EXPECT_FALSE(Check(bad_loc.Close()));
+
+  PageBuilder late(0);
+  late.Event(10, 1, {1, 2, 3, 4}).Event(10, 6000, {1, 2, 3, 4});
+  EXPECT_FALSE(Check(late.Close(), 5999));
+
+  PageBuilder not_allowed(0);
+  not_allowed.Event(12, 1, {1, 2, 3, 4}).Event(12, 2, {1, 2, 3, 4});
+  EXPECT_FALSE(Check(not_allowed.Close()));
+}
+
 TEST_F(PageCheckTest, SeveralTypesAreListedOnce) {
   PageBuilder builder(0);
   builder.Event(10, 1, {1, 2, 3, 4}).Event(11, 2, {0, 0, 2, 0, 'x', 0, 0, 0}).Event(10, 3, {1, 2, 3, 4});
