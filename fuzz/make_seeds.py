@@ -74,6 +74,26 @@ def ring():
     seed("ring_reader_fuzzer", "wrap", struct.pack("<QQQ", 4096 + 40, pad_to_end, 3) + wrapped)
 
 
+def page_check():
+    def page(start, events, commit=None):
+        body = b"".join(events)
+        return struct.pack("<QQ", start, len(body) if commit is None else commit) + body
+
+    def event(delta, type_, payload):
+        payload += b"\0" * (-len(payload) % 4)
+        return struct.pack("<IHBBI", (8 + len(payload)) // 4 | delta << 5, type_, 0, 0, 7) + payload
+
+    prefix = struct.pack("<QI", 1 << 20, 1 << 31)  # latest, half a ns per tick
+    same = [event(0 if i == 0 else 300 + i, 10, bytes(range(i, i + 32))) for i in range(90)]
+    seed("page_check_fuzzer", "one_size", prefix + page(1000, same))
+    mixed = [event(0, 10, b"abcd"), event(5, 11, struct.pack("<I", 2 << 16) + b"x\0"),
+             event(7, 12, b"abcd" + struct.pack("<I", (3 << 16) | 16) + b"xyz")]
+    seed("page_check_fuzzer", "three_types", prefix + page(1000, mixed))
+    extend = struct.pack("<II", 30 | (5 << 5), 1)
+    seed("page_check_fuzzer", "time_extend",
+         struct.pack("<QI", 1 << 30, 1 << 31) + page(1000, [event(0, 10, b"abcd"), extend, event(0, 10, b"efgh")]))
+
+
 def tracefs():
     ops = ["adynamic_events\tu:test u32 count\nu:other char[20] msg; __rel_loc char[] data\n",
            "wevents/user_events/test/enable\t1\n", "aset_event\tuser_events:other\n",
@@ -143,6 +163,7 @@ if __name__ == "__main__":
     eventheader()
     ipc()
     ring()
+    page_check()
     tracefs()
     traces(sys.argv[1])
     mmio()
