@@ -177,19 +177,22 @@ bool Server::WaitsForRingBefore(RingSource& src) {
   return false;
 }
 
-// A recorder that is the only consumer and has no room in its stream: the
-// rings are left as they are until it pokes us, and their producers drop
-// what does not fit and count it, which costs nobody anything. Draining them
-// would move the same loss here, after the work of checking and encoding
-// each event, and leave the recorder less of the CPU it needs to catch up.
+// A recorder that is the only consumer and has no room in its stream, nor
+// (when its records wait in its instance's buffer, as CTF's and Perfetto's
+// do) in that buffer: the rings are left as they are until it pokes us, and
+// their producers drop what does not fit and count it, which costs nobody
+// anything. Draining them would move the same loss here, after the work of
+// checking and copying each event, and leave the recorder less of the CPU
+// it needs to catch up. A flight recorder's buffer is never full: it keeps
+// the newest.
 bool Server::OnlyConsumerIsAFullRecorder() const {
   for (const auto& [_, conn] : connections_) {
     if (!conn->record_stream || !conn->stream_waits) continue;
     const Instance* instance = conn->record_stream->instance();
-    if (instance->taker() == conn->record_stream.get() && !instance->HasSoftMode() &&
-        instances_->OnlyOneTakesEventsIn(*instance)) {
-      return true;
-    }
+    const TraceBuffer& buffer = instance->buffer();
+    const bool full = instance->taker() == conn->record_stream.get() ||
+                      (!buffer.overwrite() && buffer.RoomFor(kMaxRecordBytes) == 0);
+    if (full && !instance->HasSoftMode() && instances_->OnlyOneTakesEventsIn(*instance)) return true;
   }
   return false;
 }
