@@ -221,8 +221,10 @@ int Record(const RecordOptions& options) {
   Checkpoints checkpoints(**writer, sink);
 
   std::unique_ptr<consumer::RecordStream> stream;
-  // trace.dat stores the stream's pages as they come; other formats take records.
-  const bool pages = format == record::TraceFormat::kTraceDat;
+  // trace.dat stores the stream's pages as they come; CTF takes them too, so
+  // that the daemon checks pages, not records (RecordingSink reads their
+  // records); Perfetto takes records in time order.
+  const bool pages = format == record::TraceFormat::kTraceDat || format == record::TraceFormat::kCtf;
   // Where the file system gives trace.dat its cpu regions, the daemon
   // writes the pages into them itself, and we only count them.
   std::optional<record::TraceWriter::PageRegions> regions = pages ? (*writer)->RegionsForPages() : std::nullopt;

@@ -15,32 +15,69 @@ void RecordingSink::OnEventType(const record::EventType& type) {
   writer_->AddEventType(type);
 }
 
-void RecordingSink::OnTask(const record::Task& task) { writer_->AddTask(task); }
+void RecordingSink::OnTask(const record::Task& task) {
+  pid_of_tid_[task.tid] = task.pid;
+  writer_->AddTask(task);
+}
 
-void RecordingSink::OnRecord(const record::Record& record) {
+void RecordingSink::OnRecord(const record::Record& record) { Take(record, &last_timestamp_); }
+
+// Counts `record` and hands it to the writer, stamped no earlier than
+// *last, the time of the record before it in the order the writer gets
+// them, which it then becomes.
+void RecordingSink::Take(const record::Record& record, uint64_t* last) {
   ++events_;
   bytes_ += record.data.size();
   lost_ += record.lost_before;
   max_cpu_ = std::max(max_cpu_, record.cpu);
   if (record.event_id < by_id_.size()) ++by_id_[record.event_id].count;
-  if (record.timestamp >= last_timestamp_ && pending_lost_ == 0) {
-    last_timestamp_ = record.timestamp;
+  if (record.timestamp >= *last && pending_lost_ == 0) {
+    *last = record.timestamp;
     writer_->Write(record);
     return;
   }
   record::Record out = record;
-  if (out.timestamp < last_timestamp_) {
-    out.timestamp = last_timestamp_;
+  if (out.timestamp < *last) {
+    out.timestamp = *last;
     ++restamped_;
   }
-  last_timestamp_ = out.timestamp;
+  *last = out.timestamp;
   // Losses reported on their own belong before the next record.
   out.lost_before += std::exchange(pending_lost_, 0);
   writer_->Write(out);
 }
 
 bool RecordingSink::OnPage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) {
-  return CountPage(cpu, page, counts) && writer_->WritePage(cpu, page);
+  if (writer_->WritePage(cpu, page)) return CountPage(cpu, page, counts);
+  return TakeRecordsOf(cpu, page, counts);
+}
+
+// A page for a writer that keeps none: its records, one by one. They are
+// its cpu's in that cpu's time order (the daemon merges pages per cpu, not
+// across cpus), so they are kept from going back per cpu, which is all a
+// CTF stream (one per cpu) needs.
+bool RecordingSink::TakeRecordsOf(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) {
+  if (cpu >= last_timestamp_of_cpu_.size()) last_timestamp_of_cpu_.resize(cpu + 1);
+  uint64_t lost_before = counts.lost_before;
+  uint64_t stored_lost = 0;  // the same, as the page says
+  const int err = record::tracedat::ForEachPageRecord(
+      page, record::tracedat::kLongSize, &stored_lost, [&](const record::tracedat::PageRecord& stored) {
+        record::Record record;
+        uint16_t type = 0;
+        uint32_t tid = 0;
+        std::memcpy(&type, stored.data.data(), sizeof(type));  // the daemon checked the page: a whole common header
+        std::memcpy(&tid, stored.data.data() + 4, sizeof(tid));
+        const auto process = pid_of_tid_.find(tid);
+        record.timestamp = stored.timestamp;
+        record.pid = process == pid_of_tid_.end() ? tid : process->second;
+        record.tid = tid;
+        record.cpu = cpu;
+        record.event_id = type;
+        record.lost_before = std::exchange(lost_before, 0);
+        record.data = stored.data;
+        Take(record, &last_timestamp_of_cpu_[cpu]);
+      });
+  return err == 0;
 }
 
 bool RecordingSink::OnFilePage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) {

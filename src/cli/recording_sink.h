@@ -1,17 +1,20 @@
 // Where `udiag record` puts the record stream: into a trace file writer,
-// counting per event for the summary. Pages (a trace.dat recording's stream)
-// go to the writer as they are, counted from what the daemon says of them
-// (their event headers are read only on a page of several event types), or
-// are only counted when the daemon writes them into the file itself.
+// counting per event for the summary. Pages (a trace.dat or CTF recording's
+// stream) go to a trace.dat writer as they are, counted from what the daemon
+// says of them (their event headers are read only on a page of several
+// event types), or are only counted when the daemon writes them into the
+// file itself; other writers get their records.
 // Timestamps handed to the writer never
-// go backwards: a record committed late (its thread was preempted between
-// taking the time and committing) is stamped with the previous time, and
-// counted, so every format gets the order it needs.
+// go backwards (within a cpu, for the records of pages): a record committed
+// late (its thread was preempted between taking the time and committing)
+// is stamped with the previous time, and counted, so every format gets the
+// order it needs.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "consumer/record_stream.h"
@@ -53,6 +56,8 @@ class RecordingSink : public consumer::RecordSink {
   std::string Summary() const;
 
  private:
+  void Take(const record::Record& record, uint64_t* last);
+  bool TakeRecordsOf(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts);
   // Adds a page's records to their events' counts, reading each event header.
   bool CountByType(std::span<const uint8_t> page);
   // Counts a page's events and losses (what the daemon said of it).
@@ -76,6 +81,9 @@ class RecordingSink : public consumer::RecordSink {
     uint64_t pages_on_disk = 0;
   };
   std::vector<Unwritten> unwritten_;
+  // For the records of pages a writer does not keep (TakeRecordsOf).
+  std::unordered_map<uint32_t, uint32_t> pid_of_tid_;
+  std::vector<uint64_t> last_timestamp_of_cpu_;
 };
 
 }  // namespace udiag::cli

@@ -54,7 +54,8 @@ struct TraceInfo {
 
 // Writes one file. Calls come in this order: AddEventType / AddTask whenever a
 // new one appears (always before the first record that uses it), Write for
-// records in non-decreasing timestamp order, then Finish once. Formats whose
+// records in non-decreasing timestamp order (within each cpu only, for CTF,
+// whose streams are per cpu), then Finish once. Formats whose
 // header must precede the data (trace.dat) spool internally.
 class TraceWriter {
  public:

@@ -56,14 +56,14 @@ cat "$T/late.err"
 [ "$(lost_in "$T/late.err")" = 0 ] || fail "a ring the daemon mapped late dropped events under --block"
 [ "$(seqs_in "$T/late.dat")" = 100000 ] || fail "late ring: $(seqs_in "$T/late.dat") distinct events, not 100000"
 
-# A recorder stopped (SIGSTOP) while STOPPED_N events are written: into a
+# A recorder stopped (SIGSTOP) while N events are written: into a
 # trace.dat the daemon writes the file itself, so nothing waits on the
 # recorder and nothing is lost; into CTF, which the recorder writes, the
 # recording stops reading: producers wait at most its timeout, then events
-# are dropped and counted, and the producer finishes. Enough events to
-# overflow the stream's 8 MiB ring too, at 20 bytes each in its pages.
-STOPPED_N=1000000
-stopped_recording() {  # OUTPUT: prints "lost kept"
+# are dropped and counted, and the producer finishes. For CTF, enough
+# events to overflow what the stream holds too: its 8 MiB ring and its
+# pool's 16 MiB of pages, at 20 bytes an event.
+stopped_recording() {  # OUTPUT N: prints "lost kept"
   "$UDIAG" record --block=200 --size 64 -e counted -o "$1" 2>"$T/stopped.err" & R=$!
   # Stopped once its stream is open (it maps the stream's memfd): stopped
   # sooner, it would not have enabled the event or attached the file yet.
@@ -73,17 +73,17 @@ stopped_recording() {  # OUTPUT: prints "lost kept"
   [ "$("$UDIAG" cat "instances/$("$UDIAG" ls instances)/blocking_timeout_ms")" = 200 ] ||
     fail "--block=200 did not set blocking_timeout_ms to 200"
   kill -STOP $R
-  timeout 120 "$BIN_DIR/counting_producer" $STOPPED_N || fail "the producer did not finish while the recording was stopped"
+  timeout 120 "$BIN_DIR/counting_producer" "$2" || fail "the producer did not finish while the recording was stopped"
   kill -CONT $R
   sleep 0.5
   kill -INT $R; wait $R || { cat "$T/stopped.err"; fail "the stopped recording into $1 failed"; }
   cat "$T/stopped.err" >&2
   echo "$(lost_in "$T/stopped.err") $(seqs_in "$1")"
 }
-set -- $(stopped_recording "$T/stopped.dat")
-[ "$1" = 0 ] && [ "$2" = $STOPPED_N ] || fail "a stopped recorder's trace.dat lost $1 and kept $2 of $STOPPED_N"
-set -- $(stopped_recording "$T/stopped.ctf")
+set -- $(stopped_recording "$T/stopped.dat" 1000000)
+[ "$1" = 0 ] && [ "$2" = 1000000 ] || fail "a stopped recorder's trace.dat lost $1 and kept $2 of 1000000"
+set -- $(stopped_recording "$T/stopped.ctf" 2000000)
 [ "$1" -gt 0 ] || fail "a stopped CTF recording lost nothing"
-[ $(($1 + $2)) = $STOPPED_N ] || fail "CTF: kept $2 + lost $1 is not the $STOPPED_N written"
+[ $(($1 + $2)) = 2000000 ] || fail "CTF: kept $2 + lost $1 is not the 2000000 written"
 echo "record --block: ok"
 cleanup

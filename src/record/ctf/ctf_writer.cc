@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -84,9 +85,10 @@ class CtfWriter : public TraceWriter {
     if (type->second >= types_in_metadata_) SetError(WriteMetadata());
     StreamFileWriter* stream = StreamFor(record.cpu);
     if (stream == nullptr) return SetError(errno);
-    if (!has_records_) first_timestamp_ = record.timestamp;
+    // Records are in time order within each cpu (a stream), not across them.
+    first_timestamp_ = has_records_ ? std::min(first_timestamp_, record.timestamp) : record.timestamp;
+    last_timestamp_ = std::max(last_timestamp_, record.timestamp);
     has_records_ = true;
-    last_timestamp_ = record.timestamp;
     event_.clear();
     AppendValue(&event_, record.event_id);
     AppendValue(&event_, record.timestamp);

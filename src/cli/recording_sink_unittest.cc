@@ -1,0 +1,92 @@
+// What RecordingSink hands a writer that keeps no pages (CTF) when the
+// stream brings pages: each page's records, with their process, cpu and
+// the page's losses, in time order within each cpu (not across cpus, as
+// the daemon merges pages per cpu only).
+
+#include "cli/recording_sink.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "record/tracedat/page_encoder.h"
+
+namespace udiag::cli {
+namespace {
+
+struct Written {
+  uint64_t timestamp;
+  uint32_t pid, tid;
+  uint16_t cpu;
+  uint32_t event_id;
+  uint64_t lost_before;
+  uint8_t first_payload_byte;
+};
+
+class RecordsOnlyWriter : public record::TraceWriter {
+ public:
+  void AddEventType(const record::EventType&) override {}
+  void AddTask(const record::Task&) override {}
+  void Write(const record::Record& r) override {
+    written.push_back({r.timestamp, r.pid, r.tid, r.cpu, r.event_id, r.lost_before, r.data[8]});
+  }
+  int Finish(const record::TraceInfo&) override { return 0; }
+  std::vector<Written> written;
+};
+
+// A checked page as the daemon sends it: records of `tid` (type 10, one
+// payload byte each), stamped `times`, after `lost` lost events.
+std::array<uint8_t, record::tracedat::kPageSize> Page(uint32_t tid, std::vector<uint64_t> times, uint64_t lost,
+                                                      consumer::PageCounts* counts) {
+  record::tracedat::PageEncoder encoder;
+  if (lost) encoder.MarkLostBefore(lost);
+  uint8_t payload = 0;
+  for (uint64_t time : times) {
+    std::array<uint8_t, 12> data{10, 0, 0, 0};
+    std::memcpy(data.data() + 4, &tid, sizeof(tid));
+    data[8] = payload++;
+    EXPECT_TRUE(encoder.Append(time, data));
+  }
+  *counts = {static_cast<uint32_t>(times.size()), 10, encoder.data_bytes(), lost};
+  std::array<uint8_t, record::tracedat::kPageSize> page;
+  encoder.FinishInto(page.data());
+  return page;
+}
+
+TEST(RecordingSinkTest, PagesReachARecordsWriterAsTheirRecordsInTimeOrderPerCpu) {
+  RecordsOnlyWriter writer;
+  RecordingSink sink(&writer);
+  sink.OnEventType({.id = 10, .system = "user_events", .name = "tick", .fields = {}});
+  sink.OnTask({.pid = 100, .tid = 101, .comm = "worker"});
+  consumer::PageCounts counts;
+  auto later = Page(101, {5000, 6000}, 3, &counts);
+  ASSERT_TRUE(sink.OnPage(1, later, counts));
+  auto earlier_on_other_cpu = Page(101, {1000, 2000}, 0, &counts);
+  ASSERT_TRUE(sink.OnPage(0, earlier_on_other_cpu, counts));
+  auto back_in_time = Page(202, {5500}, 0, &counts);  // on cpu 1, before its last record
+  ASSERT_TRUE(sink.OnPage(1, back_in_time, counts));
+
+  ASSERT_EQ(writer.written.size(), 5u);
+  const Written& first = writer.written[0];
+  EXPECT_EQ(first.timestamp, 5000u);
+  EXPECT_EQ(first.pid, 100u);
+  EXPECT_EQ(first.tid, 101u);
+  EXPECT_EQ(first.cpu, 1);
+  EXPECT_EQ(first.event_id, 10u);
+  EXPECT_EQ(first.lost_before, 3u) << "the page's losses go before its first record";
+  EXPECT_EQ(writer.written[1].lost_before, 0u);
+  EXPECT_EQ(writer.written[1].first_payload_byte, 1);
+  EXPECT_EQ(writer.written[2].timestamp, 1000u) << "another cpu's time is not restamped";
+  EXPECT_EQ(writer.written[2].cpu, 0);
+  EXPECT_EQ(writer.written[4].timestamp, 6000u) << "restamped: its cpu's time went back";
+  EXPECT_EQ(writer.written[4].pid, 202u) << "an unannounced thread is its own process";
+  EXPECT_EQ(sink.restamped(), 1u);
+  EXPECT_EQ(sink.events(), 5u);
+  EXPECT_EQ(sink.lost(), 3u);
+  EXPECT_EQ(sink.cpus(), 2u);
+}
+
+}  // namespace
+}  // namespace udiag::cli
