@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 #include "record/ctf/ctf_writer.h"
 #include "record/ctf/sample_trace.h"
@@ -28,16 +30,17 @@ int CountedEvents(const std::string& dir) {
   return std::atoi(result.out.c_str() + (start == std::string::npos ? 0 : start + 1));
 }
 
-// Writes the large trace's first `checkpointed` records, checkpoints, writes
-// up to `written`, and drops the writer without Finish, as a kill would.
-void RecordAndDie(const std::string& dir, int checkpointed, int written) {
+// Writes the large trace's records up to `written`, checkpointing before
+// each record numbered in `checkpoints`, and drops the writer without
+// Finish, as a kill would.
+void RecordAndDie(const std::string& dir, std::vector<int> checkpoints, int written) {
   SampleTrace trace = MakeLargeTrace();
   auto writer = OpenCtfWriter(dir);
   ASSERT_TRUE(writer.ok());
   for (const EventType& type : trace.types) (*writer)->AddEventType(type);
   for (const Task& task : trace.tasks) (*writer)->AddTask(task);
   for (int i = 0; i < written; ++i) {
-    if (i == checkpointed) {
+    if (std::find(checkpoints.begin(), checkpoints.end(), i) != checkpoints.end()) {
       ASSERT_EQ((*writer)->Checkpoint(trace.info), 0);
     }
     (*writer)->Write(trace.records[i].record);
@@ -47,14 +50,14 @@ void RecordAndDie(const std::string& dir, int checkpointed, int written) {
 TEST(CtfRecoverTest, KilledRecordingIsReadableUpToItsCheckpoint) {
   ScratchDir scratch;
   std::string dir = scratch.path() + "/trace";
-  RecordAndDie(dir, 5000, 5001);
+  RecordAndDie(dir, {5000}, 5001);
   EXPECT_EQ(CountedEvents(dir), 5000);
 }
 
 TEST(CtfRecoverTest, TornLastPacketIsCutOff) {
   ScratchDir scratch;
   std::string dir = scratch.path() + "/trace";
-  RecordAndDie(dir, 8000, 8001);
+  RecordAndDie(dir, {4000, 8000}, 8001);  // each stream in two packets at least, whatever their size
   struct stat st {};
   ASSERT_EQ(::stat((dir + "/stream_1").c_str(), &st), 0);
   ASSERT_EQ(::truncate((dir + "/stream_1").c_str(), st.st_size - 10), 0);  // the kill tore it

@@ -147,7 +147,10 @@ class CtfWriter : public TraceWriter {
     auto found = streams_.find(cpu);
     if (found != streams_.end()) return found->second.get();
     std::string path = dir_ + "/stream_" + std::to_string(cpu);
-    base::ScopedFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    constexpr int kFlags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+    // Directly to the disk where the file system can (StreamFileWriter).
+    base::ScopedFd fd(::open(path.c_str(), kFlags | O_DIRECT, 0644));
+    if (!fd && errno == EINVAL) fd = base::ScopedFd(::open(path.c_str(), kFlags, 0644));
     if (!fd) return nullptr;
     auto stream = std::make_unique<StreamFileWriter>(std::move(fd), cpu, model_.uuid);
     return streams_.emplace(cpu, std::move(stream)).first->second.get();

@@ -4,32 +4,22 @@
 
 #include "record/ctf/stream_file_writer.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 namespace udiag::record::ctf {
 namespace {
 
 // Packets are cut once their content would pass this size; an event larger
 // than it gets a packet of its own.
-constexpr size_t kPacketTargetSize = 64 * 1024;
+constexpr size_t kPacketTargetSize = 1024 * 1024;
 
-template <typename T>
-void Store(std::vector<uint8_t>* packet, size_t at, T value) {
-  std::memcpy(packet->data() + at, &value, sizeof(value));
-}
-
-int WriteAll(int fd, std::span<const uint8_t> bytes) {
-  while (!bytes.empty()) {
-    ssize_t written = ::write(fd, bytes.data(), bytes.size());
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) return written < 0 ? errno : EIO;
-    bytes = bytes.subspan(written);
-  }
-  return 0;
-}
+size_t RoundUp(size_t bytes) { return (bytes + StreamFileWriter::kBlockBytes - 1) & ~(StreamFileWriter::kBlockBytes - 1); }
 
 }  // namespace
 
@@ -37,28 +27,66 @@ StreamFileWriter::StreamFileWriter(base::ScopedFd fd, uint32_t cpu,
                                    const std::array<uint8_t, kUuidSize>& uuid)
     : fd_(std::move(fd)), cpu_(cpu), uuid_(uuid) {}
 
+void StreamFileWriter::Reserve(size_t bytes) {
+  const size_t need = RoundUp(used_ + bytes);
+  if (need <= capacity_) return;
+  const size_t capacity = std::max(need, RoundUp(kPacketTargetSize + kBlockBytes));
+  std::unique_ptr<uint8_t, FreeAligned> grown(static_cast<uint8_t*>(std::aligned_alloc(kBlockBytes, capacity)));
+  if (!grown) throw std::bad_alloc();
+  if (used_ > 0) std::memcpy(grown.get(), packet_.get(), used_);
+  packet_ = std::move(grown);
+  capacity_ = capacity;
+}
+
 void StreamFileWriter::StartPacket(uint64_t timestamp) {
-  packet_.assign(kPacketPreambleSize, 0);
+  used_ = 0;
+  Reserve(kPacketPreambleSize);
+  std::memset(packet_.get(), 0, kPacketPreambleSize);
+  used_ = kPacketPreambleSize;
   packet_open_ = true;
   begin_ = end_ = timestamp;
   event_count_ = 0;
 }
 
 void StreamFileWriter::FlushPacket() {
-  uint64_t bits = uint64_t{packet_.size()} * 8;
-  Store(&packet_, kMagicAt, kPacketMagic);
-  std::memcpy(packet_.data() + kUuidAt, uuid_.data(), uuid_.size());
-  Store(&packet_, kStreamIdAt, uint32_t{0});
-  Store(&packet_, kTimestampBeginAt, begin_);
-  Store(&packet_, kTimestampEndAt, end_);
-  Store(&packet_, kContentSizeAt, bits);
-  Store(&packet_, kPacketSizeAt, bits);
-  Store(&packet_, kPacketSeqNumAt, packets_written_);
-  Store(&packet_, kEventsDiscardedAt, discarded_);
-  Store(&packet_, kCpuIdAt, cpu_);
-  if (error_ == 0) error_ = WriteAll(fd_.get(), packet_);
+  const size_t padded = RoundUp(used_);
+  std::memset(packet_.get() + used_, 0, padded - used_);
+  auto store = [&](size_t at, auto value) { std::memcpy(packet_.get() + at, &value, sizeof(value)); };
+  store(kMagicAt, kPacketMagic);
+  std::memcpy(packet_.get() + kUuidAt, uuid_.data(), uuid_.size());
+  store(kStreamIdAt, uint32_t{0});
+  store(kTimestampBeginAt, begin_);
+  store(kTimestampEndAt, end_);
+  store(kContentSizeAt, uint64_t{used_} * 8);
+  store(kPacketSizeAt, uint64_t{padded} * 8);
+  store(kPacketSeqNumAt, packets_written_);
+  store(kEventsDiscardedAt, discarded_);
+  store(kCpuIdAt, cpu_);
+  if (error_ == 0) error_ = WritePacket(padded);
   ++packets_written_;
   packet_open_ = false;
+}
+
+// Writes the packet's first `bytes`. A file system that takes no O_DIRECT
+// write (EINVAL: its blocks are larger, or it has none), or a short write
+// that leaves the file unaligned, gets the rest buffered.
+int StreamFileWriter::WritePacket(size_t bytes) {
+  const uint8_t* at = packet_.get();
+  while (bytes > 0) {
+    const ssize_t written = ::write(fd_.get(), at, bytes);
+    if (written < 0 && errno == EINTR) continue;
+    if (written < 0 && errno == EINVAL && StopDirectIo()) continue;
+    if (written <= 0) return written < 0 ? errno : EIO;
+    at += written;
+    bytes -= static_cast<size_t>(written);
+    if (bytes > 0) StopDirectIo();
+  }
+  return 0;
+}
+
+bool StreamFileWriter::StopDirectIo() {
+  const int flags = ::fcntl(fd_.get(), F_GETFL);
+  return flags >= 0 && (flags & O_DIRECT) != 0 && ::fcntl(fd_.get(), F_SETFL, flags & ~O_DIRECT) == 0;
 }
 
 void StreamFileWriter::WriteBaselinePacket(uint64_t timestamp) {
@@ -69,11 +97,13 @@ void StreamFileWriter::WriteBaselinePacket(uint64_t timestamp) {
 
 void StreamFileWriter::Append(uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> event) {
   if (lost_before > 0) WriteBaselinePacket(timestamp);
-  bool full = packet_open_ && event_count_ > 0 && packet_.size() + event.size() > kPacketTargetSize;
+  bool full = packet_open_ && event_count_ > 0 && used_ + event.size() > kPacketTargetSize;
   if (packet_open_ && (full || lost_before > 0)) FlushPacket();
   if (!packet_open_) StartPacket(timestamp);
   discarded_ += lost_before;
-  packet_.insert(packet_.end(), event.begin(), event.end());
+  Reserve(event.size());
+  std::memcpy(packet_.get() + used_, event.data(), event.size());
+  used_ += event.size();
   end_ = timestamp;
   ++event_count_;
 }

@@ -1,11 +1,18 @@
 // One CTF data stream file (one per CPU): cuts events into packets, fills
 // each packet's header and context, and writes it when it is complete.
+// Each packet is padded to whole blocks (packet_size counts the padding,
+// content_size does not, as in LTTng's packets), so that a file opened with
+// O_DIRECT is written straight from the one packet buffer, bypassing the
+// page cache: on a VM whose free memory goes back to its host, each new
+// page-cache page costs a fault in the host (buffered writes took 3.1 s of
+// CPU per GB on the reference machine, O_DIRECT ones 0.3 s).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <span>
-#include <vector>
 
 #include "base/scoped_fd.h"
 #include "record/ctf/ctf_layout.h"
@@ -14,6 +21,12 @@ namespace udiag::record::ctf {
 
 class StreamFileWriter {
  public:
+  // Packets are padded to multiples of this, the largest logical block
+  // size O_DIRECT asks for on usual disks.
+  static constexpr size_t kBlockBytes = 4096;
+
+  // `fd` may be opened with O_DIRECT: if the file system refuses such a
+  // write, the writer goes on with buffered writes.
   StreamFileWriter(base::ScopedFd fd, uint32_t cpu, const std::array<uint8_t, kUuidSize>& uuid);
 
   // Appends one event (header onwards). Events come in non-decreasing
@@ -41,11 +54,22 @@ class StreamFileWriter {
   // with none.
   void WriteBaselinePacket(uint64_t timestamp);
   void FlushPacket();
+  // Room for `bytes` more after the packet's `used_` bytes, and for its padding.
+  void Reserve(size_t bytes);
+  int WritePacket(size_t bytes);
+  // Turns O_DIRECT off; false when it was not on.
+  bool StopDirectIo();
+
+  struct FreeAligned {
+    void operator()(uint8_t* bytes) const { std::free(bytes); }
+  };
 
   base::ScopedFd fd_;
   uint32_t cpu_;
   std::array<uint8_t, kUuidSize> uuid_;
-  std::vector<uint8_t> packet_;  // header + context, then events
+  // Header + context, then events: kBlockBytes-aligned, for O_DIRECT.
+  std::unique_ptr<uint8_t, FreeAligned> packet_;
+  size_t used_ = 0, capacity_ = 0;
   bool packet_open_ = false;
   uint64_t begin_ = 0, end_ = 0;
   uint64_t event_count_ = 0;  // in the open packet
