@@ -80,7 +80,7 @@ grep '^udiag record: [0-9]* \(lost\|dropped\)' "$work/record.err" >&2 || true
 kill $daemon; wait $daemon 2>/dev/null || true
 
 written=$(awk '{s += $2} END {print s}' "$work"/producer*.out)
-recorded=$(sed -n 's/^udiag record: \([0-9]*\) events.*/\1/p' "$work/record.err")
+recorded=$(sed -n 's/^udiag record: \([0-9]*\) events (.*/\1/p' "$work/record.err")
 python3 - "$written" "${recorded:-0}" "$daemon_ticks" "$recorder_ticks" "$(getconf CLK_TCK)" "$seconds" <<'PY'
 import sys
 written, recorded, daemon, recorder, hz, secs = (float(x) for x in sys.argv[1:])
