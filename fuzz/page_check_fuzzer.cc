@@ -63,7 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const base::TscClock::Line line{0, 1000, mult};
   if (!line.Reaches(latest)) return 0;
   service::CheckedPage checked;
-  if (!service::CheckPage(page, kTid, latest, [&](uint16_t id) { return events.Of(id); }, line, &checked)) {
+  if (!service::CheckPage(
+          page, kTid, latest, [&](uint16_t id) { return events.Of(id); }, line, &checked)) {
     return 0;
   }
 
@@ -73,7 +74,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint32_t records = 0;
   uint64_t last_ns = checked.first_ns;
   const int error = record::tracedat::ForEachPageRecord(
-      {page, sizeof(page)}, record::tracedat::kLongSize, &lost, [&](const record::tracedat::PageRecord& record) {
+      {page, sizeof(page)}, record::tracedat::kLongSize, &lost,
+      [&](const record::tracedat::PageRecord& record) {
         ++records;
         Require(record.timestamp >= last_ns && record.timestamp <= line.At(latest));
         last_ns = record.timestamp;
@@ -91,8 +93,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         Require(listed);
         const auto record_size = static_cast<uint32_t>(record.data.size());
         Require(record_size >= ring::kCommonHeaderBytes + event->desc.min_size);
-        Require(schema::LocsValid(event->locs.data(), static_cast<uint32_t>(event->locs.size()), record.data.data(),
-                                  record_size));
+        Require(schema::LocsValid(event->locs.data(), static_cast<uint32_t>(event->locs.size()),
+                                  record.data.data(), record_size));
       });
   Require(error == 0 && lost == 0 && records == checked.events);
   Require(last_ns <= checked.first_ns + checked.span_ns);  // a trailing time extend counts in the span

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <utility>
 
+#include "schema/event_description.h"
+
 namespace udiag::cli {
 
 void RecordingSink::OnEventType(const record::EventType& type) {
@@ -56,16 +58,22 @@ bool RecordingSink::OnPage(uint16_t cpu, std::span<const uint8_t> page, const co
 // its cpu's in that cpu's time order (the daemon merges pages per cpu, not
 // across cpus), so they are kept from going back per cpu, which is all a
 // CTF stream (one per cpu) needs.
-bool RecordingSink::TakeRecordsOf(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) {
+bool RecordingSink::TakeRecordsOf(uint16_t cpu, std::span<const uint8_t> page,
+                                  const consumer::PageCounts& counts) {
   if (cpu >= last_timestamp_of_cpu_.size()) last_timestamp_of_cpu_.resize(cpu + 1);
   uint64_t lost_before = counts.lost_before;
   uint64_t stored_lost = 0;  // the same, as the page says
+  bool malformed = false;
   const int err = record::tracedat::ForEachPageRecord(
       page, record::tracedat::kLongSize, &stored_lost, [&](const record::tracedat::PageRecord& stored) {
+        if (stored.data.size() < schema::kCommonHeaderSize) {  // a page the daemon never sends
+          malformed = true;
+          return;
+        }
         record::Record record;
         uint16_t type = 0;
         uint32_t tid = 0;
-        std::memcpy(&type, stored.data.data(), sizeof(type));  // the daemon checked the page: a whole common header
+        std::memcpy(&type, stored.data.data(), sizeof(type));
         std::memcpy(&tid, stored.data.data() + 4, sizeof(tid));
         const auto process = pid_of_tid_.find(tid);
         record.timestamp = stored.timestamp;
@@ -77,7 +85,7 @@ bool RecordingSink::TakeRecordsOf(uint16_t cpu, std::span<const uint8_t> page, c
         record.data = stored.data;
         Take(record, &last_timestamp_of_cpu_[cpu]);
       });
-  return err == 0;
+  return err == 0 && !malformed;
 }
 
 bool RecordingSink::OnFilePage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) {

@@ -38,8 +38,8 @@ class RecordsOnlyWriter : public record::TraceWriter {
 
 // A checked page as the daemon sends it: records of `tid` (type 10, one
 // payload byte each), stamped `times`, after `lost` lost events.
-std::array<uint8_t, record::tracedat::kPageSize> Page(uint32_t tid, std::vector<uint64_t> times, uint64_t lost,
-                                                      consumer::PageCounts* counts) {
+std::array<uint8_t, record::tracedat::kPageSize> Page(uint32_t tid, std::vector<uint64_t> times,
+                                                      uint64_t lost, consumer::PageCounts* counts) {
   record::tracedat::PageEncoder encoder;
   if (lost) encoder.MarkLostBefore(lost);
   uint8_t payload = 0;
@@ -86,6 +86,18 @@ TEST(RecordingSinkTest, PagesReachARecordsWriterAsTheirRecordsInTimeOrderPerCpu)
   EXPECT_EQ(sink.events(), 5u);
   EXPECT_EQ(sink.lost(), 3u);
   EXPECT_EQ(sink.cpus(), 2u);
+}
+
+TEST(RecordingSinkTest, APageRecordShorterThanACommonHeaderFailsTheStream) {
+  RecordsOnlyWriter writer;
+  RecordingSink sink(&writer);
+  record::tracedat::PageEncoder encoder;
+  const std::array<uint8_t, 4> short_record{10, 0, 0, 0};
+  ASSERT_TRUE(encoder.Append(1000, short_record));
+  std::array<uint8_t, record::tracedat::kPageSize> page;
+  encoder.FinishInto(page.data());
+  EXPECT_FALSE(sink.OnPage(0, page, {1, 10, 8, 0}));
+  EXPECT_TRUE(writer.written.empty());
 }
 
 }  // namespace

@@ -193,7 +193,8 @@ bool HandleAccessFault(siginfo_t* info, ucontext_t* uc) {
 bool HandleStepTrap(siginfo_t* info, ucontext_t* uc) {
   greg_t* gregs = uc->uc_mcontext.gregs;
   const bool stepping = (gregs[REG_EFL] & kTrapFlag) != 0;
-  if (!t_step.active || !(info->si_code == TRAP_TRACE || (info->si_code == TRAP_BRKPT && stepping))) return false;
+  const bool step_trap = info->si_code == TRAP_TRACE || (info->si_code == TRAP_BRKPT && stepping);
+  if (!t_step.active || !step_trap) return false;
   Step& step = t_step;
   if (step.rebased_greg >= 0) {
     const uintptr_t value = static_cast<uintptr_t>(gregs[step.rebased_greg]);

@@ -38,8 +38,9 @@ struct CheckedPage {
 // the producer's clock) and *last_ns (the same in ns) on, leaves both at
 // its last event, and says whether they pass.
 template <typename EventOf, typename ToNs>
-std::optional<bool> CheckEventsOfOneSize(uint8_t* events, uint32_t bytes, uint32_t tid, EventOf&& event_of, ToNs to_ns,
-                                         uint64_t* time_out, uint64_t* last_ns_out, CheckedPage* checked) {
+std::optional<bool> CheckEventsOfOneSize(uint8_t* events, uint32_t bytes, uint32_t tid, EventOf&& event_of,
+                                         ToNs to_ns, uint64_t* time_out, uint64_t* last_ns_out,
+                                         CheckedPage* checked) {
   uint32_t first_word;
   uint16_t type;
   std::memcpy(&first_word, events, sizeof(first_word));
@@ -62,7 +63,7 @@ std::optional<bool> CheckEventsOfOneSize(uint8_t* events, uint32_t bytes, uint32
   const auto* event = event_of(type);
   if (event == nullptr || type_len * 4 < ring::kCommonHeaderBytes + event->desc.min_size) return false;
   const uint64_t common = type | uint64_t{tid} << 32;  // flags and preempt count 0
-  uint64_t time = *time_out, last_ns = *last_ns_out;  // in registers, which the page's stores cannot alias
+  uint64_t time = *time_out, last_ns = *last_ns_out;   // in registers, which the page's stores cannot alias
   for (uint8_t* at = events; at != end; at += stride) {
     uint32_t word;
     std::memcpy(&word, at, sizeof(word));
@@ -77,7 +78,8 @@ std::optional<bool> CheckEventsOfOneSize(uint8_t* events, uint32_t bytes, uint32
   }
   if (!event->locs.empty()) {
     for (uint8_t* at = events; at != end; at += stride) {
-      if (!schema::LocsValid(event->locs.data(), static_cast<uint32_t>(event->locs.size()), at + 4, type_len * 4)) {
+      if (!schema::LocsValid(event->locs.data(), static_cast<uint32_t>(event->locs.size()), at + 4,
+                             type_len * 4)) {
         return false;
       }
     }

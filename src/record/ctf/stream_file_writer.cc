@@ -19,7 +19,9 @@ namespace {
 // than it gets a packet of its own.
 constexpr size_t kPacketTargetSize = 1024 * 1024;
 
-size_t RoundUp(size_t bytes) { return (bytes + StreamFileWriter::kBlockBytes - 1) & ~(StreamFileWriter::kBlockBytes - 1); }
+size_t RoundUp(size_t bytes) {
+  return (bytes + StreamFileWriter::kBlockBytes - 1) & ~(StreamFileWriter::kBlockBytes - 1);
+}
 
 }  // namespace
 
@@ -31,7 +33,8 @@ void StreamFileWriter::Reserve(size_t bytes) {
   const size_t need = RoundUp(used_ + bytes);
   if (need <= capacity_) return;
   const size_t capacity = std::max(need, RoundUp(kPacketTargetSize + kBlockBytes));
-  std::unique_ptr<uint8_t, FreeAligned> grown(static_cast<uint8_t*>(std::aligned_alloc(kBlockBytes, capacity)));
+  std::unique_ptr<uint8_t, FreeAligned> grown(
+      static_cast<uint8_t*>(std::aligned_alloc(kBlockBytes, capacity)));
   if (!grown) throw std::bad_alloc();
   if (used_ > 0) std::memcpy(grown.get(), packet_.get(), used_);
   packet_ = std::move(grown);
