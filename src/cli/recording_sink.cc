@@ -50,8 +50,8 @@ void RecordingSink::Take(const record::Record& record, uint64_t* last) {
 }
 
 bool RecordingSink::OnPage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) {
-  if (writer_->WritePage(cpu, page)) return CountPage(cpu, page, counts);
-  return TakeRecordsOf(cpu, page, counts);
+  if (!writer_->KeepsPages()) return TakeRecordsOf(cpu, page, counts);
+  return CountPage(cpu, page, counts) && writer_->WritePage(cpu, page);
 }
 
 // A page for a writer that keeps none: its records, one by one. They are

@@ -63,6 +63,9 @@ class TraceWriter {
   virtual void AddEventType(const EventType& type) = 0;
   virtual void AddTask(const Task& task) = 0;
   virtual void Write(const Record& record) = 0;
+  // Whether the format stores whole ftrace pages (WritePage): a recording
+  // hands other writers the records of the pages it is sent.
+  virtual bool KeepsPages() const { return false; }
   // Stores an ftrace ring-buffer page of `cpu` (trace.dat's page size, its
   // records already in time order and encoded as the kernel does) as it is.
   // False, storing nothing, when the format keeps no such pages; a writer

@@ -67,6 +67,16 @@ class PageBuilder {
   uint64_t time_;
 };
 
+// A checked page's records, as a trace.dat reader sees them.
+std::vector<record::tracedat::PageRecord> RecordsOf(const uint8_t* page) {
+  uint64_t lost = 0;
+  std::vector<record::tracedat::PageRecord> records;
+  EXPECT_EQ(record::tracedat::ForEachPageRecord({page, ring::kRingPageSize}, 8, &lost,
+                                                [&](const auto& record) { records.push_back(record); }),
+            0);
+  return records;
+}
+
 class PageCheckTest : public ::testing::Test {
  protected:
   PageCheckTest() {
@@ -102,11 +112,7 @@ TEST_F(PageCheckTest, AnHonestPageBecomesTheTraceDatPageOfItsEvents) {
   ASSERT_EQ(checked_.type_count, 1u);
   EXPECT_EQ(checked_.data_bytes, builder.used());
 
-  uint64_t lost = 0;
-  std::vector<record::tracedat::PageRecord> records;
-  ASSERT_EQ(record::tracedat::ForEachPageRecord({page, ring::kRingPageSize}, 8, &lost,
-                                                [&](const auto& record) { records.push_back(record); }),
-            0);
+  const std::vector<record::tracedat::PageRecord> records = RecordsOf(page);
   ASSERT_EQ(records.size(), 3u);
   // Times in ns, the long gap through a time extend.
   EXPECT_EQ(records[0].timestamp, 1200u);
@@ -142,11 +148,7 @@ TEST_F(PageCheckTest, APageOfOneTypeAndSizeBecomesTheSameTraceDatPage) {
   EXPECT_EQ(checked_.first_ns, 1200u);
   EXPECT_EQ(checked_.span_ns, times.back() - times.front());
 
-  uint64_t lost = 0;
-  std::vector<record::tracedat::PageRecord> records;
-  ASSERT_EQ(record::tracedat::ForEachPageRecord({page, ring::kRingPageSize}, 8, &lost,
-                                                [&](const auto& record) { records.push_back(record); }),
-            0);
+  const std::vector<record::tracedat::PageRecord> records = RecordsOf(page);
   ASSERT_EQ(records.size(), 50u);
   for (uint8_t i = 0; i < 50; ++i) {
     EXPECT_EQ(records[i].timestamp, times[i]) << int{i};
@@ -163,10 +165,8 @@ TEST_F(PageCheckTest, APageOfOneSizeAndTwoTypesIsCheckedEventByEvent) {
   uint8_t* page = builder.Close();
   ASSERT_TRUE(Check(page));
   EXPECT_EQ(checked_.type_count, 2u);
-  uint64_t lost = 0;
   std::vector<uint64_t> times;
-  record::tracedat::ForEachPageRecord({page, ring::kRingPageSize}, 8, &lost,
-                                      [&](const auto& record) { times.push_back(record.timestamp); });
+  for (const auto& record : RecordsOf(page)) times.push_back(record.timestamp);
   EXPECT_EQ(times, (std::vector<uint64_t>{1020, 1040, 1060}));
 }
 

@@ -117,6 +117,8 @@ class TraceDatWriter : public TraceWriter {
     if (error_ == 0) error_ = error;
   }
 
+  bool KeepsPages() const override { return true; }
+
   bool WritePage(uint16_t cpu, std::span<const uint8_t> page) override {
     if (page.size() != tracedat::kPageSize) return false;
     if (CpuSpool* spool = SpoolOf(cpu)) {
