@@ -64,6 +64,7 @@ bool RecordingSink::TakeRecordsOf(uint16_t cpu, std::span<const uint8_t> page,
   uint64_t lost_before = counts.lost_before;
   uint64_t stored_lost = 0;  // the same, as the page says
   bool malformed = false;
+  uint32_t last_tid = UINT32_MAX, last_pid = 0;
   const int err = record::tracedat::ForEachPageRecord(
       page, record::tracedat::kLongSize, &stored_lost, [&](const record::tracedat::PageRecord& stored) {
         if (stored.data.size() < schema::kCommonHeaderSize) {  // a page the daemon never sends
@@ -75,9 +76,13 @@ bool RecordingSink::TakeRecordsOf(uint16_t cpu, std::span<const uint8_t> page,
         uint32_t tid = 0;
         std::memcpy(&type, stored.data.data(), sizeof(type));
         std::memcpy(&tid, stored.data.data() + 4, sizeof(tid));
-        const auto process = pid_of_tid_.find(tid);
+        if (tid != last_tid) {  // a page is mostly one thread's
+          const auto process = pid_of_tid_.find(tid);
+          last_tid = tid;
+          last_pid = process == pid_of_tid_.end() ? tid : process->second;
+        }
         record.timestamp = stored.timestamp;
-        record.pid = process == pid_of_tid_.end() ? tid : process->second;
+        record.pid = last_pid;
         record.tid = tid;
         record.cpu = cpu;
         record.event_id = type;

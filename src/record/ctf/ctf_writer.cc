@@ -74,7 +74,9 @@ class CtfWriter : public TraceWriter {
   }
 
   void AddEventType(const EventType& type) override {
-    if (type_index_.emplace(type.id, model_.types.size()).second) model_.types.push_back(type);
+    if (!type_index_.emplace(type.id, model_.types.size()).second) return;
+    model_.types.push_back(type);
+    plans_.push_back(PlanPayload(type));
   }
 
   void AddTask(const Task& task) override { model_.tasks.push_back(task); }
@@ -96,7 +98,7 @@ class CtfWriter : public TraceWriter {
     AppendValue(&event_, record.tid);
     event_.push_back(record.data.size() > 2 ? record.data[2] : 0);  // common_flags
     event_.push_back(record.data.size() > 3 ? record.data[3] : 0);  // common_preempt_count
-    EncodePayload(model_.types[type->second], record.data, &event_);
+    EncodePayload(plans_[type->second], record.data, &event_);
     stream->Append(record.timestamp, record.lost_before, event_);
   }
 
@@ -160,6 +162,7 @@ class CtfWriter : public TraceWriter {
   int64_t clock_offset_ns_;
   TraceModel model_;
   std::unordered_map<uint32_t, size_t> type_index_;  // type id -> model_.types index
+  std::vector<PayloadPlan> plans_;                    // by model_.types index
   std::map<uint32_t, std::unique_ptr<StreamFileWriter>> streams_;
   std::vector<uint8_t> event_;  // the event being encoded
   size_t types_in_metadata_ = 0, tasks_in_metadata_ = 0;  // on disk

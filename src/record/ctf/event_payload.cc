@@ -20,14 +20,14 @@ void AppendFixed(std::span<const uint8_t> record, uint32_t offset, uint32_t size
   out->insert(out->end(), size - available, 0);
 }
 
-// The dynamic data a loc field refers to; empty if it lies outside the record.
-std::span<const uint8_t> LocData(const schema::Field& field, std::span<const uint8_t> record) {
+// The dynamic data a loc word refers to; empty if it lies outside the record.
+std::span<const uint8_t> LocData(const PayloadPlan::Step& word, std::span<const uint8_t> record) {
   uint32_t loc = 0;
-  if (field.size >= sizeof(loc) && field.offset + sizeof(loc) <= record.size()) {
-    std::memcpy(&loc, record.data() + field.offset, sizeof(loc));
+  if (word.size >= sizeof(loc) && word.offset + sizeof(loc) <= record.size()) {
+    std::memcpy(&loc, record.data() + word.offset, sizeof(loc));
   }
   uint64_t start = loc & 0xffff;
-  if (field.kind == schema::FieldKind::kRelLoc) start += field.offset + sizeof(loc);
+  if (word.relative) start += word.offset + sizeof(loc);
   uint64_t length = loc >> 16;
   if (start + length > record.size()) return {};
   return record.subspan(start, length);
@@ -46,29 +46,44 @@ bool AppendLocData(const schema::Field& field, std::span<const uint8_t> data,
   return true;
 }
 
+// Fields copied as they are, at their size.
+bool IsFixed(CtfFieldKind kind) { return kind != CtfFieldKind::kDynString && kind != CtfFieldKind::kDynByteArray; }
+
 }  // namespace
 
-void EncodePayload(const EventType& type, std::span<const uint8_t> record, std::vector<uint8_t>* out) {
+PayloadPlan PlanPayload(const EventType& type) {
+  PayloadPlan plan;
   for (const schema::Field& field : type.fields) {
-    switch (KindOf(field)) {
-      case CtfFieldKind::kInteger:
-      case CtfFieldKind::kCharArray:
-      case CtfFieldKind::kByteArray:
-        AppendFixed(record, field.offset, field.size, out);
-        break;
+    const CtfFieldKind kind = KindOf(field);
+    PayloadPlan::Step* last = plan.steps.empty() ? nullptr : &plan.steps.back();
+    if (IsFixed(kind) && last && IsFixed(last->kind) && last->offset + last->size == field.offset) {
+      last->size += field.size;  // continues the run before it
+      continue;
+    }
+    plan.steps.push_back({kind, field.offset, field.size, field.kind == schema::FieldKind::kRelLoc});
+  }
+  return plan;
+}
+
+void EncodePayload(const PayloadPlan& plan, std::span<const uint8_t> record, std::vector<uint8_t>* out) {
+  for (const PayloadPlan::Step& step : plan.steps) {
+    switch (step.kind) {
       case CtfFieldKind::kDynString: {
-        std::span<const uint8_t> data = LocData(field, record);
+        std::span<const uint8_t> data = LocData(step, record);
         auto nul = std::find(data.begin(), data.end(), 0);
         out->insert(out->end(), data.begin(), nul);
         out->push_back(0);
         break;
       }
       case CtfFieldKind::kDynByteArray: {
-        std::span<const uint8_t> data = LocData(field, record);
+        std::span<const uint8_t> data = LocData(step, record);
         AppendValue(out, static_cast<uint16_t>(data.size()));
         out->insert(out->end(), data.begin(), data.end());
         break;
       }
+      default:
+        AppendFixed(record, step.offset, step.size, out);
+        break;
     }
   }
 }

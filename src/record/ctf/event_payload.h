@@ -12,10 +12,24 @@
 
 namespace udiag::record::ctf {
 
+// How EncodePayload lays out the records of one event type, worked out once
+// per type: each field's CTF kind, and fixed fields that lie back to back in
+// the record (the usual payload) merged into one copy.
+struct PayloadPlan {
+  struct Step {
+    CtfFieldKind kind;
+    uint32_t offset;  // in the record
+    uint32_t size;    // a fixed run's bytes, or a loc word's
+    bool relative;    // a __rel_loc word
+  };
+  std::vector<Step> steps;
+};
+PayloadPlan PlanPayload(const EventType& type);
+
 // Appends the CTF payload of `record` (common header + payload) to `out`.
 // Bytes the record lacks read as zero and a loc word pointing outside it as
 // empty data, so a short record still gives a well-formed event.
-void EncodePayload(const EventType& type, std::span<const uint8_t> record, std::vector<uint8_t>* out);
+void EncodePayload(const PayloadPlan& plan, std::span<const uint8_t> record, std::vector<uint8_t>* out);
 
 // Reads one CTF payload of `type` from `in` and rebuilds the record after
 // its common header, which the caller fills: static fields at their offsets

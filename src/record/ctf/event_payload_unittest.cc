@@ -21,12 +21,22 @@ std::vector<uint8_t> RecordOfWords(std::initializer_list<uint32_t> words) {
   return bytes;
 }
 
+TEST(EventPayloadTest, FixedFieldsBackToBackAreCopiedAsOneRun) {
+  const PayloadPlan plan = PlanPayload(MakeType("e u32 a;u64 b;char[4] c;__data_loc char[] s;u16 d;u16 e"));
+  ASSERT_EQ(plan.steps.size(), 3u);
+  EXPECT_EQ(plan.steps[0].offset, 8u);
+  EXPECT_EQ(plan.steps[0].size, 16u) << "a, b and c";
+  EXPECT_EQ(plan.steps[1].kind, CtfFieldKind::kDynString);
+  EXPECT_EQ(plan.steps[2].offset, 28u);
+  EXPECT_EQ(plan.steps[2].size, 4u) << "d and e";
+}
+
 TEST(EventPayloadTest, ShortRecordsAndStrayLocWordsGiveZerosAndEmptyData) {
   EventType type = MakeType("e u32 a;__data_loc char[] s;__rel_loc u8[] b;u32 c");
   // s points past the end, b's length runs past it, c is missing.
   std::vector<uint8_t> record = RecordOfWords({5, 60u | 4u << 16, 0u | 200u << 16});
   std::vector<uint8_t> payload;
-  EncodePayload(type, record, &payload);
+  EncodePayload(PlanPayload(type), record, &payload);
   std::vector<uint8_t> want = {5, 0, 0, 0, /*s*/ 0, /*b length*/ 0, 0, /*c*/ 0, 0, 0, 0};
   EXPECT_EQ(payload, want);
 }
@@ -36,7 +46,7 @@ TEST(EventPayloadTest, StringsEndAtTheirFirstNul) {
   std::vector<uint8_t> record = RecordOfWords({12u | 4u << 16});
   for (char c : {'a', '\0', 'b', '\0'}) record.push_back(c);
   std::vector<uint8_t> payload;
-  EncodePayload(type, record, &payload);
+  EncodePayload(PlanPayload(type), record, &payload);
   EXPECT_EQ(payload, (std::vector<uint8_t>{'a', 0}));
 
   std::vector<uint8_t> rebuilt(schema::kCommonHeaderSize);
