@@ -162,7 +162,7 @@ class CtfWriter : public TraceWriter {
   int64_t clock_offset_ns_;
   TraceModel model_;
   std::unordered_map<uint32_t, size_t> type_index_;  // type id -> model_.types index
-  std::vector<PayloadPlan> plans_;                    // by model_.types index
+  std::vector<PayloadPlan> plans_;                   // by model_.types index
   std::map<uint32_t, std::unique_ptr<StreamFileWriter>> streams_;
   std::vector<uint8_t> event_;  // the event being encoded
   size_t types_in_metadata_ = 0, tasks_in_metadata_ = 0;  // on disk

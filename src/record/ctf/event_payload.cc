@@ -47,7 +47,9 @@ bool AppendLocData(const schema::Field& field, std::span<const uint8_t> data,
 }
 
 // Fields copied as they are, at their size.
-bool IsFixed(CtfFieldKind kind) { return kind != CtfFieldKind::kDynString && kind != CtfFieldKind::kDynByteArray; }
+bool IsFixed(CtfFieldKind kind) {
+  return kind != CtfFieldKind::kDynString && kind != CtfFieldKind::kDynByteArray;
+}
 
 }  // namespace
 
