@@ -62,16 +62,24 @@ def ipc():
 
 
 def ring():
-    def record(t, payload):
-        size = 16 + len(payload)
-        raw = struct.pack("<IHHQ", size, t, 0, 123456) + payload
-        return raw + b"\0" * (-len(raw) % 8)
+    # Ring pages: a 16-byte header (time, then committed bytes | cpu << 32)
+    # and events of a u32 word (type_len 4, the time delta above it) and 16
+    # bytes of data: the common header (type 1, thread 1) and 8 bytes.
+    def ring_page(start, cpu, deltas, fill=b"p"):
+        body = b"".join(struct.pack("<I", 4 | d << 5) + struct.pack("<HBBi", 1, 0, 0, 1) + fill * 8 for d in deltas)
+        return (struct.pack("<QQ", start, len(body) | cpu << 32) + body).ljust(4096, b"\0")
 
-    data = record(1000, b"\0" * 8 + struct.pack("<I", 5)) + record(1001, b"x" * 40)
-    seed("ring_reader_fuzzer", "two_records", struct.pack("<QQQ", len(data), 0, 0) + data)
-    pad_to_end = 4096 - 64
-    wrapped = record(1000, b"a" * 24) + b"\0" * (pad_to_end - 40) + struct.pack("<IHH", 64, 0, 0) + b"\0" * 56
-    seed("ring_reader_fuzzer", "wrap", struct.pack("<QQQ", 4096 + 40, pad_to_end, 3) + wrapped)
+    def counters(head, mode):  # the lost counter's first bytes choose the reading
+        return struct.pack("<QQQ", head, 0, mode)
+
+    open_page = ring_page(1000, 1, [0, 9], b"A")[:16 + 40]
+    seed("ring_reader_fuzzer", "two_events", counters(16 + 40, 0) + open_page)
+    closed_and_open = ring_page(10, 1, [0, 3], b"C") + ring_page(20, 2, [0], b"D")[:16 + 20]
+    seed("ring_reader_fuzzer", "closed_page_and_open_page", counters(4096 + 16 + 20, 7) + closed_and_open)
+    # A closed page at time 100 and an open one at 200: pages whole in both
+    # rounds, up to the time one page on (200).
+    pages = ring_page(100, 0, [0, 5]) + ring_page(200, 1, [0, 50])[:16 + 40]
+    seed("ring_reader_fuzzer", "pages_up_to_a_time", counters(4096 + 16 + 40, 0x010B) + pages)
 
 
 def page_check():

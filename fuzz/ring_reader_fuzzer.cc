@@ -61,9 +61,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static uint8_t copy[kRingPageSize];
   // The lost counter's low bits choose, for each of two rounds (the second
   // goes on from where the first stopped), events one by one or closed
-  // pages whole (a page's own checks are page_check's), and whether the
-  // open page is held.
+  // pages whole (a page's own checks are page_check's), whether the open
+  // page is held, and whether reading stops at the time a few pages on
+  // (TimeAfterPages, its count from the next byte): nothing later than that
+  // may be handed out.
   const uint8_t mode = size > 16 ? data[16] : 0;
+  const size_t pages_on = size > 17 ? data[17] % 4 : 0;
   for (int round = 0; round < 2; ++round) {
     if ((mode >> round & 1) == 0) {
       (*reader)->Drain(
@@ -74,16 +77,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           256);
       continue;
     }
+    const bool hold_open_page = (mode & 4) != 0;
+    const uint64_t before = (mode & 8) ? (*reader)->TimeAfterPages(pages_on, hold_open_page, 0) : UINT64_MAX;
     (*reader)->StagePages(
         [&](const RecordHead& head, const PayloadSource& payload) {
+          if (head.timestamp > before) abort();
           payload.CopyTo(copy);
           checksum += copy[0] + head.type + head.cpu + head.timestamp;
         },
         [&](const PageHead& head, const PayloadSource& page) {
+          if (head.timestamp > before) abort();
           page.CopyPageTo(copy);
           checksum += copy[kRingPageSize - 1] + head.cpu + head.timestamp;
         },
-        256, /*hold_open_page=*/(mode & 4) != 0);
+        256, hold_open_page, 0, RingReader::kPageWeight, before);
     (*reader)->Release();
   }
   checksum += (*reader)->TakeLost();

@@ -110,6 +110,17 @@ bool RingReader::LoadHead() {
   return true;
 }
 
+uint64_t RingReader::TimeAfterPages(size_t pages, bool hold_open_page, uint64_t held_if_since) {
+  if (broken_ || !LoadHead()) return UINT64_MAX;
+  const uint64_t cut = tail_ - tail_ % kRingPageSize + pages * kRingPageSize;
+  if (pages < size_ / kRingPageSize && head_ > cut) return PageTime(cut);
+  // The page the producer fills, unless reading has begun in it.
+  const uint64_t open = head_ - head_ % kRingPageSize;
+  if (!hold_open_page || head_ == open || open < tail_) return UINT64_MAX;
+  const uint64_t started = PageTime(open);
+  return started >= held_if_since ? started : UINT64_MAX;
+}
+
 void RingReader::PublishTail() {
   if (tail_ == published_tail_) return;
   header_->tail.store(tail_, std::memory_order_release);

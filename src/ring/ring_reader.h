@@ -116,9 +116,11 @@ class RingReader {
   // Like DrainHeads, but the records' space stays ours until Release(), so
   // the sink may keep each PayloadSource and copy it out later: the drain
   // loop puts several rings' records in time order before copying them.
+  // Reading stops before the first record stamped after `before` (in the
+  // ring's clock), which a later call hands out.
   template <typename Sink>
-  size_t Stage(Sink&& sink, size_t max_records) {
-    return ReadHeads</*publish=*/false>(sink, max_records);
+  size_t Stage(Sink&& sink, size_t max_records, uint64_t before = UINT64_MAX) {
+    return ReadHeads</*publish=*/false>(sink, max_records, before);
   }
 
   // Like Stage, but a page the producer closed, when reading is at its
@@ -129,10 +131,14 @@ class RingReader {
   // (holding_open_page() says so), unless reading has started in it already
   // or its first event is stamped before `held_if_since` (in the ring's
   // clock): a page that fills that slowly is read event by event at once.
+  // Reading stops before the first event stamped after `before`, as Stage's
+  // does; a closed page goes whole only when the page after it, and so all
+  // of its events, is stamped no later than that.
   static constexpr size_t kPageWeight = 64;
   template <typename Sink, typename PageSink>
   size_t StagePages(Sink&& sink, PageSink&& page_sink, size_t max_records, bool hold_open_page,
-                    uint64_t held_if_since = 0, size_t page_weight = kPageWeight) {
+                    uint64_t held_if_since = 0, size_t page_weight = kPageWeight,
+                    uint64_t before = UINT64_MAX) {
     size_t count = 0;
     holding_open_page_ = false;
     while (count < max_records && !broken_) {
@@ -142,7 +148,10 @@ class RingReader {
       if (tail_ % kRingPageSize == 0) {
         // An old snapshot of head may be inside the page: look again.
         if (head_ - tail_ < kRingPageSize && !LoadHead()) break;
-        if (head_ - tail_ >= kRingPageSize) {
+        if (head_ - tail_ >= kRingPageSize && PageTime(tail_) > before) break;
+        if (head_ - tail_ >= kRingPageSize &&
+            (before == UINT64_MAX ||
+             (head_ - tail_ > kRingPageSize && PageTime(tail_ + kRingPageSize) <= before))) {
           // The next closed page comes in while this one is copied and
           // checked: its lines are in the producer's cache.
           if (head_ - tail_ >= 2 * kRingPageSize) {
@@ -157,16 +166,14 @@ class RingReader {
           count += page_weight;
           continue;
         }
-        uint64_t started;
-        std::memcpy(&started, data_ + (tail_ & mask_) + offsetof(PageHeader, timestamp), sizeof(started));
-        if (hold_open_page && started >= held_if_since) {
+        if (head_ - tail_ < kRingPageSize && hold_open_page && PageTime(tail_) >= held_if_since) {
           holding_open_page_ = true;
           break;
         }
       }
       RecordHead head;
       const uint8_t* payload;
-      if (!Next(&head, &payload, /*publish=*/false)) break;
+      if (!NextUpTo(before, &head, &payload)) break;
       sink(static_cast<const RecordHead&>(head), PayloadSource(payload, head.payload_size));
       ++count;
     }
@@ -174,6 +181,15 @@ class RingReader {
   }
   // The last StagePages stopped at a page the producer is still filling.
   bool holding_open_page() const { return holding_open_page_; }
+
+  // How far in time reading `pages` pages on reaches, for a caller that
+  // reads several rings up to one time: the time the producer put in the
+  // header of the page that many pages after the one reading is in, once
+  // it has opened it; else, when StagePages would hold the page the
+  // producer is filling (`hold_open_page`, `held_if_since`), that page's
+  // time; else UINT64_MAX (reading would take everything). The producer's
+  // word, in the ring's clock: a bound to read up to, nothing more.
+  uint64_t TimeAfterPages(size_t pages, bool hold_open_page, uint64_t held_if_since);
 
   // Hands the events of a page that StagePages gave out whole to `sink`, as
   // Stage would have: for a page that could not be kept whole. Its header
@@ -249,15 +265,16 @@ class RingReader {
   // there is none or the ring is (now) broken. `publish`: on reaching the head, first give
   // what was read back to the producer.
   bool Next(RecordHead* head, const uint8_t** payload, bool publish);
-  // Hands up to max_records records to `sink`. Only a later Next (with
-  // `publish`) or Release publishes the tail past a record: its space is not
-  // the producer's again until the sink has copied it.
+  // Hands up to max_records records to `sink`, without publishing: those
+  // stamped up to `before`. With `publish`, the tail is published whenever
+  // reading reaches the head, and so past the records the sink has had.
   template <bool publish, typename Sink>
-  size_t ReadHeads(Sink& sink, size_t max_records) {
+  size_t ReadHeads(Sink& sink, size_t max_records, uint64_t before = UINT64_MAX) {
     size_t count = 0;
     RecordHead head;
     const uint8_t* payload;
-    while (count < max_records && Next(&head, &payload, publish)) {
+    while (count < max_records &&
+           (publish ? Next(&head, &payload, true) : NextUpTo(before, &head, &payload))) {
       sink(static_cast<const RecordHead&>(head), PayloadSource(payload, head.payload_size));
       ++count;
     }
@@ -271,6 +288,23 @@ class RingReader {
   // head_ while the producer still fills it, else what its commit says.
   // False when that is impossible.
   bool PageEnd(uint64_t* end);
+  // Next, unless the next record is stamped after `before`: then reading
+  // stays where it was, for a later call.
+  bool NextUpTo(uint64_t before, RecordHead* head, const uint8_t** payload) {
+    const uint64_t tail = tail_, page_time = page_time_, page_end = page_end_;
+    const uint16_t page_cpu = page_cpu_;
+    if (!Next(head, payload, /*publish=*/false)) return false;
+    if (head->timestamp <= before) return true;
+    tail_ = tail, page_time_ = page_time, page_end_ = page_end, page_cpu_ = page_cpu;
+    return false;
+  }
+  // The time in the header of the page starting at `page` (opened: head_
+  // is past its start).
+  uint64_t PageTime(uint64_t page) const {
+    uint64_t time;
+    std::memcpy(&time, data_ + (page & mask_) + offsetof(PageHeader, timestamp), sizeof(time));
+    return time;
+  }
   bool PageReadToItsEnd() {
     uint64_t end;
     return head_ - (tail_ - tail_ % kRingPageSize) >= kRingPageSize && PageEnd(&end) && tail_ == end;

@@ -425,7 +425,7 @@ struct Staged {
 
 size_t StageAll(RingReader& reader, bool hold_open_page, std::vector<Staged>* out,
                 size_t max_records = SIZE_MAX, uint64_t held_if_since = 0,
-                size_t page_weight = RingReader::kPageWeight) {
+                size_t page_weight = RingReader::kPageWeight, uint64_t before = UINT64_MAX) {
   return reader.StagePages(
       [&](const RecordHead& head, const PayloadSource& payload) {
         std::vector<uint8_t> bytes(payload.size());
@@ -437,7 +437,7 @@ size_t StageAll(RingReader& reader, bool hold_open_page, std::vector<Staged>* ou
         page.CopyPageTo(bytes.data());
         out->push_back({true, head.cpu, head.timestamp, std::move(bytes)});
       },
-      max_records, hold_open_page, held_if_since, page_weight);
+      max_records, hold_open_page, held_if_since, page_weight, before);
 }
 
 // A page of the ring's memory, as StagePages should hand it out.
@@ -580,6 +580,83 @@ TEST(RingReaderTest, StagePagesTakesTheClosedPageAfterAnEventReadOneWhole) {
   EXPECT_TRUE(staged[0].page) << "page 1 was read event by event";
   EXPECT_EQ(staged[0].cpu, 2);
   EXPECT_TRUE(reader->holding_open_page()) << "page 2";
+}
+
+// Staging stops before the first record stamped after `before`; the next
+// call goes on from there.
+TEST_F(StagePagesTest, StageStopsAfterBefore) {
+  for (uint64_t t : {10, 20, 30}) ASSERT_TRUE(Write(writer_, 1, t, PayloadFor(t, 8)));
+  std::vector<uint64_t> stamps;
+  auto take = [&](const RecordHead& head, const PayloadSource&) { stamps.push_back(head.timestamp); };
+  EXPECT_EQ(reader_->Stage(take, SIZE_MAX, /*before=*/20), 2u);
+  EXPECT_EQ(reader_->Stage(take, SIZE_MAX, /*before=*/29), 0u);
+  EXPECT_EQ(reader_->Stage(take, SIZE_MAX), 1u);
+  EXPECT_EQ(stamps, (std::vector<uint64_t>{10, 20, 30}));
+  EXPECT_TRUE(reader_->empty());
+}
+
+// Up to `before`, a closed page goes whole only when the page after it
+// starts by then (so all of its events are that early); one that reaches
+// past it is read event by event up to it, and a page that starts after
+// it waits.
+TEST(RingReaderTest, StagePagesReadsUpToBefore) {
+  TestRing ring(32768);
+  RingWriter writer;
+  writer.Attach(ring.base());
+  auto reader = ring.Reader();
+  ASSERT_NE(reader, nullptr);
+  // A change of cpu closes a page: pages at 10 (two events), 20 (two), 30, and 40 open.
+  ASSERT_TRUE(Write(writer, 1, 10, PayloadFor(10, 8), /*cpu=*/1));
+  ASSERT_TRUE(Write(writer, 1, 11, PayloadFor(11, 8), 1));
+  ASSERT_TRUE(Write(writer, 1, 20, PayloadFor(20, 8), 2));
+  ASSERT_TRUE(Write(writer, 1, 26, PayloadFor(26, 8), 2));
+  ASSERT_TRUE(Write(writer, 1, 30, PayloadFor(30, 8), 1));
+  ASSERT_TRUE(Write(writer, 1, 40, PayloadFor(40, 8), 2));
+
+  std::vector<Staged> staged;
+  auto stage_up_to = [&](uint64_t before) {
+    staged.clear();
+    return StageAll(*reader, /*hold_open_page=*/false, &staged, SIZE_MAX, 0, RingReader::kPageWeight, before);
+  };
+  EXPECT_EQ(stage_up_to(25), RingReader::kPageWeight + 1);
+  ASSERT_EQ(staged.size(), 2u);
+  EXPECT_TRUE(staged[0].page) << "the page at 10 ends by 20";
+  EXPECT_FALSE(staged[1].page) << "the page at 20 reaches 26";
+  EXPECT_EQ(staged[1].timestamp, 20u);
+
+  EXPECT_EQ(stage_up_to(29), 1u);
+  ASSERT_EQ(staged.size(), 1u);
+  EXPECT_EQ(staged[0].timestamp, 26u);
+  EXPECT_EQ(stage_up_to(39), 1u);
+  ASSERT_EQ(staged.size(), 1u);
+  EXPECT_FALSE(staged[0].page) << "the page at 30 may reach past 39: the next one starts at 40";
+  EXPECT_EQ(staged[0].timestamp, 30u);
+  EXPECT_EQ(stage_up_to(39), 0u);
+  EXPECT_EQ(stage_up_to(40), 1u);
+  ASSERT_EQ(staged.size(), 1u);
+  EXPECT_EQ(staged[0].timestamp, 40u);
+  EXPECT_TRUE(reader->empty());
+  EXPECT_FALSE(reader->broken());
+}
+
+// How far a number of pages on reaches: the time of the page there, or of
+// an open page StagePages would hold, or no limit.
+TEST(RingReaderTest, TimeAfterPagesIsWhereReadingThatFarStops) {
+  TestRing ring(32768);
+  RingWriter writer;
+  writer.Attach(ring.base());
+  auto reader = ring.Reader();
+  ASSERT_NE(reader, nullptr);
+  EXPECT_EQ(reader->TimeAfterPages(1, true, 0), UINT64_MAX) << "empty";
+  for (uint16_t i = 0; i < 4; ++i)
+    ASSERT_TRUE(Write(writer, 1, 10 * (i + 1), PayloadFor(i, 8), /*cpu=*/1 + i % 2));
+  EXPECT_EQ(reader->TimeAfterPages(0, false, 0), 10u);
+  EXPECT_EQ(reader->TimeAfterPages(1, false, 0), 20u);
+  EXPECT_EQ(reader->TimeAfterPages(3, false, 0), 40u) << "the open page";
+  EXPECT_EQ(reader->TimeAfterPages(4, false, 0), UINT64_MAX) << "everything is within four pages";
+  EXPECT_EQ(reader->TimeAfterPages(4, true, 40), 40u) << "the open page, held";
+  EXPECT_EQ(reader->TimeAfterPages(4, true, 41), UINT64_MAX) << "too old to be held";
+  EXPECT_EQ(reader->TimeAfterPages(SIZE_MAX, false, 0), UINT64_MAX);
 }
 
 }  // namespace
