@@ -103,6 +103,8 @@ class Server : public EventRegistry::Observer {
     // since when (HoldsOpenPage).
     uint64_t held_at = UINT64_MAX;
     uint64_t held_since_ns = 0;
+    // Rounds in a row whose time limit left records in it.
+    uint32_t held_back_rounds = 0;
   };
   struct Connection {
     uint64_t id = 0;
@@ -242,8 +244,12 @@ class Server : public EventRegistry::Observer {
   // `flush_open_pages`: also the events of pages their producers are still
   // filling, which a recording otherwise leaves for a while (HoldsOpenPage).
   DrainTotals DrainRings(bool flush_open_pages = false);
-  size_t DrainRing(RingSource& src, size_t max_records, size_t* delivered_now);
+  size_t DrainRing(RingSource& src, size_t max_records, uint64_t before, size_t* delivered_now);
+  uint64_t RoundTimeLimit(size_t share);
+  bool HeldBackTooLong(const RingSource& src) const;
+  void NoteHeldBack(RingSource& src, bool held_back);
   bool HoldsOpenPage(const RingSource& src, uint64_t now) const;
+  uint64_t HeldIfSince(bool tsc, uint64_t latest) const;
   bool PageLine(bool tsc, uint64_t page_start, uint64_t now, base::TscClock::Line* line);
   const Event* AllowedEvent(uint16_t type, const std::vector<bool>* writable) const;
   template <typename Sink>

@@ -23,6 +23,17 @@ namespace {
 constexpr size_t kRoundRecords = 4096;
 constexpr size_t kRoundStagedRecords = 65536;
 constexpr int kMaxRounds = 64;
+// How many rounds in a row a round's time limit (RoundTimeLimit) may leave
+// records in a ring: a ring stamped in the past (a hostile producer's)
+// holds the others back no longer. An honest backlog, a full ring of the
+// largest size (ring_layout.h kMaxDataSize), catches up with the others in
+// 1024 rounds at most (16 pages a round, counted as records are).
+constexpr uint32_t kMaxHeldBackRounds = 4096;
+// Records a page holds at most (the smallest events, 12 bytes with no
+// payload, 16 with the shortest): a page's worth of a round's share of
+// records, counted low, so that a round's time limit comes before the
+// share ends.
+constexpr size_t kMostRecordsPerPage = ring::kPageDataBytes / 16;
 // A pass also ends after this long, so that requests (an enable write and
 // the producers' acks it waits for) are answered while producers flood the
 // rings; a slow build (sanitizers) or a starved daemon takes far longer per
@@ -111,6 +122,9 @@ Server::DrainTotals Server::DrainRings(bool flush_open_pages) {
     page_weight_ = !holding_back_.empty() && page_keeper_ && page_keeper_->buffer().entries() == 0
                        ? 1
                        : ring::RingReader::kPageWeight;
+    const uint64_t before = deliver_now ? UINT64_MAX : RoundTimeLimit(share);
+    bool held_back = false;  // some ring has records after `before` left
+    size_t round_drained = 0;
     for (size_t k = 0; k < ring_count; ++k) {
       RingSource& src = rings_[(first + k) % ring_count];
       if (src.follows && WaitsForRingBefore(src)) continue;
@@ -124,7 +138,14 @@ Server::DrainTotals Server::DrainRings(bool flush_open_pages) {
       }
       size_t begin = drained_.size();
       uint64_t position = src.reader->position();
-      if (DrainRing(src, max_records, deliver_now ? &delivered_now : nullptr) >= max_records) more = true;
+      const size_t drained = DrainRing(src, max_records, HeldBackTooLong(src) ? UINT64_MAX : before,
+                                       deliver_now ? &delivered_now : nullptr);
+      if (drained >= max_records) more = true;
+      const bool held = drained < max_records && before != UINT64_MAX && !src.reader->empty() &&
+                        !src.reader->holding_open_page();
+      NoteHeldBack(src, held);
+      held_back |= held;
+      round_drained += drained;
       total.bytes += src.reader->position() - position;
       if (drained_.size() > begin) runs_.push_back({begin, drained_.size()});
       if (drained_.size() >= kRoundStagedRecords) {
@@ -137,6 +158,9 @@ Server::DrainTotals Server::DrainRings(bool flush_open_pages) {
       DeliverInTimeOrder(page_keeper_ != nullptr);
       for (RingSource& src : rings_) src.reader->Release();  // the staged records are copied out
     }
+    // Records the time limit left go in the next round, while rounds bring
+    // something.
+    if (held_back && round_drained > 0) more = true;
     // Readers take their share between rounds, so a burst longer than an
     // instance buffer still reaches a reader that keeps up.
     PumpRecordStreams();
@@ -257,7 +281,7 @@ size_t Server::RecordsThatFit() const {
 // drained_, its payload left in the ring until DeliverInTimeOrder copies it.
 // Returns the records read (kept or rejected), a whole page counting as
 // page_weight_: it may pass max_records by less than that.
-size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_now) {
+size_t Server::DrainRing(RingSource& src, size_t max_records, uint64_t before, size_t* delivered_now) {
   if (uint64_t lost = src.reader->TakeLost()) instances_->NoteLost(lost);
   auto conn = connections_.find(src.owner);
   // A dead producer's rings may still hold its events: they were checked
@@ -304,7 +328,7 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
   };
   if (!page_keeper_) {
     const size_t drained = delivered_now ? src.reader->DrainHeads(take_record, max_records)
-                                         : src.reader->Stage(take_record, max_records);
+                                         : src.reader->Stage(take_record, max_records, before);
     run.End();
     return drained;
   }
@@ -345,14 +369,10 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
       staged_pages_.push_back(staged);
     }
   };
-  // Among several rings, an open page whose first event is older than a
-  // whole page may span is a slow thread's: taken event by event at once,
-  // like its pages.
   const uint64_t now = base::MonotonicNs();
-  const uint64_t span = tsc ? tsc_clock_.TicksIn(kMaxWholePageSpanNs) : kMaxWholePageSpanNs;
-  const uint64_t held_if_since = !delivered_now && latest > span ? latest - span : 0;
-  const size_t drained =
-      src.reader->StagePages(take_record, take_page, max_records, HoldsOpenPage(src, now), held_if_since, page_weight_);
+  const uint64_t held_if_since = delivered_now ? 0 : HeldIfSince(tsc, latest);
+  const size_t drained = src.reader->StagePages(take_record, take_page, max_records, HoldsOpenPage(src, now),
+                                                held_if_since, page_weight_, before);
   if (src.reader->holding_open_page() && src.held_at != src.reader->position()) {
     src.held_at = src.reader->position();
     src.held_since_ns = now;
@@ -360,6 +380,51 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, size_t* delivered_
   run.End();
   if (delivered_now) src.reader->Release();
   return drained;
+}
+
+// Among several rings, an open page whose first event is older than a
+// whole page may span is a slow thread's: taken event by event at once,
+// like its pages. The time, in the ring's clock, an open page must have
+// begun at or after to be held.
+uint64_t Server::HeldIfSince(bool tsc, uint64_t latest) const {
+  const uint64_t span = tsc ? tsc_clock_.TicksIn(kMaxWholePageSpanNs) : kMaxWholePageSpanNs;
+  return latest > span ? latest - span : 0;
+}
+
+// The time, in the rings' clock, up to which a round reads every ring: the
+// earliest at which a ring's `share` of records ends (or the page it would
+// hold open begins). Each cpu gets its events in time order only within a
+// round, so a ring read past a time where another one stops would have the
+// next round bring that cpu events older than some already delivered. A
+// page counts as kMostRecordsPerPage records on the way records are
+// staged one by one, so that the limit comes before the share ends.
+// UINT64_MAX, no limit, for rings on different clocks.
+uint64_t Server::RoundTimeLimit(size_t share) {
+  if (rings_.size() < 2) return UINT64_MAX;
+  const bool tsc = rings_.front().reader->clock() == ring::ClockDomain::kTsc;
+  const uint64_t now = base::MonotonicNs();
+  const uint64_t latest = tsc ? __rdtsc() : now;
+  const uint64_t held_if_since = HeldIfSince(tsc, latest);
+  const size_t per_page = page_keeper_ ? page_weight_ : kMostRecordsPerPage;
+  const size_t pages = std::max<size_t>(1, std::min(share / per_page, kMaxStagedPages / rings_.size()));
+  uint64_t limit = UINT64_MAX;
+  for (RingSource& src : rings_) {
+    if (src.reader->clock() != rings_.front().reader->clock()) return UINT64_MAX;
+    const bool waits = src.follows && WaitsForRingBefore(src);
+    const bool holds = page_keeper_ && HoldsOpenPage(src, now);
+    limit = std::min(limit, src.reader->TimeAfterPages(waits ? 0 : pages, holds, held_if_since));
+  }
+  return limit;
+}
+
+// Whether the round's time limit has kept `src` from reading on for
+// kMaxHeldBackRounds: then it reads on regardless, its share of a round.
+bool Server::HeldBackTooLong(const RingSource& src) const {
+  return src.held_back_rounds > kMaxHeldBackRounds;
+}
+
+void Server::NoteHeldBack(RingSource& src, bool held_back) {
+  src.held_back_rounds = held_back ? src.held_back_rounds + 1 : 0;
 }
 
 // The line a page's times go to ns along: from its start (at most `now`),

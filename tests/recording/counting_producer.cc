@@ -4,7 +4,8 @@
 // rate below what the daemon drains (no ring losses). With GO_FILE, once
 // enabled it creates GO_FILE.ready and writes only when GO_FILE exists (at
 // most 10 s wait): the test can act between registration and the first
-// write, which creates the thread's ring.
+// write, which creates the thread's ring. Once it has written them all, it
+// creates GO_FILE.done (the exit that follows may wait for the daemon).
 // Usage: counting_producer N [PAUSE_US [GO_FILE]]
 #include <chrono>
 #include <cstdio>
@@ -38,5 +39,6 @@ int main(int argc, char** argv) {
     }
     if (pause_us && seq % 1000 == 999) std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
   }
+  if (argc > 3) std::ofstream(std::string(argv[3]) + ".done").put('\n');
   return 0;
 }
