@@ -25,6 +25,10 @@
 namespace udiag::record::ctf {
 namespace {
 
+// An event's header, as the metadata declares it: id (u32), timestamp
+// (u64), pid and tid (s32), common_flags and common_preempt_count (u8).
+constexpr size_t kEventHeaderBytes = 4 + 8 + 4 + 4 + 1 + 1;
+
 int64_t NowNs(clockid_t clock) {
   timespec ts;
   clock_gettime(clock, &ts);
@@ -81,25 +85,42 @@ class CtfWriter : public TraceWriter {
 
   void AddTask(const Task& task) override { model_.tasks.push_back(task); }
 
+  // Encodes the event in place, at the end of its stream's packet. A run of
+  // records mostly has one type and one cpu: both are looked up when they
+  // change.
   void Write(const Record& record) override {
-    auto type = type_index_.find(record.event_id);
-    if (type == type_index_.end()) return SetError(EINVAL);
-    if (type->second >= types_in_metadata_) SetError(WriteMetadata());
-    StreamFileWriter* stream = StreamFor(record.cpu);
-    if (stream == nullptr) return SetError(errno);
+    if (record.event_id != last_type_id_) {
+      auto type = type_index_.find(record.event_id);
+      if (type == type_index_.end()) return SetError(EINVAL);
+      last_type_id_ = record.event_id;
+      last_type_ = type->second;
+    }
+    if (last_type_ >= types_in_metadata_) SetError(WriteMetadata());
+    if (record.cpu != last_cpu_ || last_stream_ == nullptr) {
+      last_stream_ = StreamFor(record.cpu);
+      if (last_stream_ == nullptr) return SetError(errno);
+      last_cpu_ = record.cpu;
+    }
     // Records are in time order within each cpu (a stream), not across them.
     first_timestamp_ = has_records_ ? std::min(first_timestamp_, record.timestamp) : record.timestamp;
     last_timestamp_ = std::max(last_timestamp_, record.timestamp);
     has_records_ = true;
-    event_.clear();
-    AppendValue(&event_, record.event_id);
-    AppendValue(&event_, record.timestamp);
-    AppendValue(&event_, record.pid);
-    AppendValue(&event_, record.tid);
-    event_.push_back(record.data.size() > 2 ? record.data[2] : 0);  // common_flags
-    event_.push_back(record.data.size() > 3 ? record.data[3] : 0);  // common_preempt_count
-    EncodePayload(plans_[type->second], record.data, &event_);
-    stream->Append(record.timestamp, record.lost_before, event_);
+    const PayloadPlan& plan = plans_[last_type_];
+    uint8_t* const event = last_stream_->BeginEvent(
+        record.timestamp, record.lost_before, kEventHeaderBytes + plan.EncodedBound(record.data.size()));
+    uint8_t* at = event;
+    auto put = [&](auto value) {
+      std::memcpy(at, &value, sizeof(value));
+      at += sizeof(value);
+    };
+    put(record.event_id);
+    put(record.timestamp);
+    put(record.pid);
+    put(record.tid);
+    put(record.data.size() > 2 ? record.data[2] : uint8_t{0});  // common_flags
+    put(record.data.size() > 3 ? record.data[3] : uint8_t{0});  // common_preempt_count
+    at = EncodePayload(plan, record.data, at);
+    last_stream_->EndEvent(record.timestamp, at - event);
   }
 
   int Checkpoint(const TraceInfo& info) override {
@@ -164,7 +185,11 @@ class CtfWriter : public TraceWriter {
   std::unordered_map<uint32_t, size_t> type_index_;  // type id -> model_.types index
   std::vector<PayloadPlan> plans_;                   // by model_.types index
   std::map<uint32_t, std::unique_ptr<StreamFileWriter>> streams_;
-  std::vector<uint8_t> event_;  // the event being encoded
+  // The last record's type (its model_.types index) and stream.
+  uint32_t last_type_id_ = UINT32_MAX;
+  size_t last_type_ = 0;
+  uint32_t last_cpu_ = 0;
+  StreamFileWriter* last_stream_ = nullptr;
   size_t types_in_metadata_ = 0, tasks_in_metadata_ = 0;  // on disk
   bool has_records_ = false;
   uint64_t first_timestamp_ = 0, last_timestamp_ = 0;

@@ -6,18 +6,21 @@
 #include <cstring>
 #include <string_view>
 
+#include "base/short_copy.h"
+
 namespace udiag::record::ctf {
 namespace {
 
 constexpr uint32_t kLocLimit = 0xffff;  // loc words hold 16-bit offsets and lengths
 
-// `size` bytes at `offset` of the record, zero where the record is short.
-void AppendFixed(std::span<const uint8_t> record, uint32_t offset, uint32_t size,
-                 std::vector<uint8_t>* out) {
-  size_t available = offset < record.size() ? std::min<size_t>(size, record.size() - offset) : 0;
-  out->insert(out->end(), record.begin() + (available ? offset : 0),
-              record.begin() + (available ? offset + available : 0));
-  out->insert(out->end(), size - available, 0);
+// Writes `size` bytes at `offset` of the record, zero where the record is
+// short.
+uint8_t* PutFixed(std::span<const uint8_t> record, uint32_t offset, uint32_t size, uint8_t* out) {
+  const size_t available = offset < record.size() ? std::min<size_t>(size, record.size() - offset) : 0;
+  if (available != 0) base::CopyShort(out, record.data() + offset, available);
+  if (available < size) [[unlikely]]
+    std::memset(out + available, 0, size - available);
+  return out + size;
 }
 
 // The dynamic data a loc word refers to; empty if it lies outside the record.
@@ -64,30 +67,41 @@ PayloadPlan PlanPayload(const EventType& type) {
     }
     plan.steps.push_back({kind, field.offset, field.size, field.kind == schema::FieldKind::kRelLoc});
   }
+  for (const PayloadPlan::Step& step : plan.steps) {
+    if (IsFixed(step.kind)) {
+      plan.fixed_bytes += step.size;
+    } else {
+      ++plan.dynamic_fields;
+    }
+  }
   return plan;
 }
 
-void EncodePayload(const PayloadPlan& plan, std::span<const uint8_t> record, std::vector<uint8_t>* out) {
+uint8_t* EncodePayload(const PayloadPlan& plan, std::span<const uint8_t> record, uint8_t* out) {
   for (const PayloadPlan::Step& step : plan.steps) {
     switch (step.kind) {
-      case CtfFieldKind::kDynString: {
-        std::span<const uint8_t> data = LocData(step, record);
-        auto nul = std::find(data.begin(), data.end(), 0);
-        out->insert(out->end(), data.begin(), nul);
-        out->push_back(0);
+      case CtfFieldKind::kDynString: {  // up to its first NUL, then one
+        const std::span<const uint8_t> data = LocData(step, record);
+        const size_t length = std::find(data.begin(), data.end(), 0) - data.begin();
+        if (length != 0) std::memcpy(out, data.data(), length);
+        out[length] = 0;
+        out += length + 1;
         break;
       }
-      case CtfFieldKind::kDynByteArray: {
-        std::span<const uint8_t> data = LocData(step, record);
-        AppendValue(out, static_cast<uint16_t>(data.size()));
-        out->insert(out->end(), data.begin(), data.end());
+      case CtfFieldKind::kDynByteArray: {  // a u16 length, then the bytes
+        const std::span<const uint8_t> data = LocData(step, record);
+        const auto length = static_cast<uint16_t>(data.size());
+        std::memcpy(out, &length, sizeof(length));
+        if (length != 0) std::memcpy(out + sizeof(length), data.data(), length);
+        out += sizeof(length) + length;
         break;
       }
       default:
-        AppendFixed(record, step.offset, step.size, out);
+        out = PutFixed(record, step.offset, step.size, out);
         break;
     }
   }
+  return out;
 }
 
 bool DecodePayload(const EventType& type, ByteCursor* in, std::vector<uint8_t>* record) {

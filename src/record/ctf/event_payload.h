@@ -23,13 +23,19 @@ struct PayloadPlan {
     bool relative;    // a __rel_loc word
   };
   std::vector<Step> steps;
+  uint32_t fixed_bytes = 0;     // of the fixed runs
+  uint32_t dynamic_fields = 0;  // strings and byte arrays
+  // The most bytes EncodePayload writes for a record of `record_size` bytes.
+  size_t EncodedBound(size_t record_size) const { return fixed_bytes + dynamic_fields * (record_size + 2); }
 };
 PayloadPlan PlanPayload(const EventType& type);
 
-// Appends the CTF payload of `record` (common header + payload) to `out`.
-// Bytes the record lacks read as zero and a loc word pointing outside it as
-// empty data, so a short record still gives a well-formed event.
-void EncodePayload(const PayloadPlan& plan, std::span<const uint8_t> record, std::vector<uint8_t>* out);
+// Writes the CTF payload of `record` (common header + payload) at `out`,
+// which has room for plan.EncodedBound(record.size()) bytes, and returns
+// where it ends. Bytes the record lacks read as zero and a loc word pointing
+// outside it as empty data, so a short record still gives a well-formed
+// event.
+uint8_t* EncodePayload(const PayloadPlan& plan, std::span<const uint8_t> record, uint8_t* out);
 
 // Reads one CTF payload of `type` from `in` and rebuilds the record after
 // its common header, which the caller fills: static fields at their offsets

@@ -21,6 +21,16 @@ std::vector<uint8_t> RecordOfWords(std::initializer_list<uint32_t> words) {
   return bytes;
 }
 
+// The payload EncodePayload writes for `record`, which must fit its bound.
+std::vector<uint8_t> Encode(const EventType& type, const std::vector<uint8_t>& record) {
+  const PayloadPlan plan = PlanPayload(type);
+  std::vector<uint8_t> payload(plan.EncodedBound(record.size()));
+  const uint8_t* end = EncodePayload(plan, record, payload.data());
+  EXPECT_LE(end, payload.data() + payload.size()) << "past EncodedBound";
+  payload.resize(end - payload.data());
+  return payload;
+}
+
 TEST(EventPayloadTest, FixedFieldsBackToBackAreCopiedAsOneRun) {
   const PayloadPlan plan = PlanPayload(MakeType("e u32 a;u64 b;char[4] c;__data_loc char[] s;u16 d;u16 e"));
   ASSERT_EQ(plan.steps.size(), 3u);
@@ -35,18 +45,28 @@ TEST(EventPayloadTest, ShortRecordsAndStrayLocWordsGiveZerosAndEmptyData) {
   EventType type = MakeType("e u32 a;__data_loc char[] s;__rel_loc u8[] b;u32 c");
   // s points past the end, b's length runs past it, c is missing.
   std::vector<uint8_t> record = RecordOfWords({5, 60u | 4u << 16, 0u | 200u << 16});
-  std::vector<uint8_t> payload;
-  EncodePayload(PlanPayload(type), record, &payload);
+  std::vector<uint8_t> payload = Encode(type, record);
   std::vector<uint8_t> want = {5, 0, 0, 0, /*s*/ 0, /*b length*/ 0, 0, /*c*/ 0, 0, 0, 0};
   EXPECT_EQ(payload, want);
+}
+
+// A string and a byte array that both span the whole dynamic area, with
+// no NUL in it, still fit the room EncodedBound gives (Encode checks).
+TEST(EventPayloadTest, TheLongestDynamicDataFitsTheBound) {
+  EventType type = MakeType("e __data_loc char[] s;__data_loc u8[] b");
+  std::vector<uint8_t> record = RecordOfWords({16u | 40u << 16, 16u | 40u << 16});
+  record.resize(16 + 40, 'x');
+  const std::vector<uint8_t> payload = Encode(type, record);
+  ASSERT_EQ(payload.size(), 41u + 2u + 40u);
+  EXPECT_EQ(payload[40], 0) << "the string ends with a NUL";
+  EXPECT_EQ(payload[41], 40) << "the byte array's length";
 }
 
 TEST(EventPayloadTest, StringsEndAtTheirFirstNul) {
   EventType type = MakeType("e __data_loc char[] s");
   std::vector<uint8_t> record = RecordOfWords({12u | 4u << 16});
   for (char c : {'a', '\0', 'b', '\0'}) record.push_back(c);
-  std::vector<uint8_t> payload;
-  EncodePayload(PlanPayload(type), record, &payload);
+  std::vector<uint8_t> payload = Encode(type, record);
   EXPECT_EQ(payload, (std::vector<uint8_t>{'a', 0}));
 
   std::vector<uint8_t> rebuilt(schema::kCommonHeaderSize);

@@ -29,7 +29,7 @@ StreamFileWriter::StreamFileWriter(base::ScopedFd fd, uint32_t cpu,
                                    const std::array<uint8_t, kUuidSize>& uuid)
     : fd_(std::move(fd)), cpu_(cpu), uuid_(uuid) {}
 
-void StreamFileWriter::Reserve(size_t bytes) {
+void StreamFileWriter::Grow(size_t bytes) {
   const size_t need = RoundUp(used_ + bytes);
   if (need <= capacity_) return;
   const size_t capacity = std::max(need, RoundUp(kPacketTargetSize + kBlockBytes));
@@ -98,17 +98,14 @@ void StreamFileWriter::WriteBaselinePacket(uint64_t timestamp) {
   FlushPacket();
 }
 
-void StreamFileWriter::Append(uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> event) {
+uint8_t* StreamFileWriter::BeginEvent(uint64_t timestamp, uint64_t lost_before, size_t max_bytes) {
   if (lost_before > 0) WriteBaselinePacket(timestamp);
-  bool full = packet_open_ && event_count_ > 0 && used_ + event.size() > kPacketTargetSize;
+  const bool full = packet_open_ && event_count_ > 0 && used_ + max_bytes > kPacketTargetSize;
   if (packet_open_ && (full || lost_before > 0)) FlushPacket();
   if (!packet_open_) StartPacket(timestamp);
   discarded_ += lost_before;
-  Reserve(event.size());
-  std::memcpy(packet_.get() + used_, event.data(), event.size());
-  used_ += event.size();
-  end_ = timestamp;
-  ++event_count_;
+  Reserve(max_bytes);
+  return packet_.get() + used_;
 }
 
 void StreamFileWriter::AddTrailingLoss(uint64_t timestamp, uint64_t lost) {

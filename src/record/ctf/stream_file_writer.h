@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
-#include <span>
 
 #include "base/scoped_fd.h"
 #include "record/ctf/ctf_layout.h"
@@ -29,10 +28,17 @@ class StreamFileWriter {
   // write, the writer goes on with buffered writes.
   StreamFileWriter(base::ScopedFd fd, uint32_t cpu, const std::array<uint8_t, kUuidSize>& uuid);
 
-  // Appends one event (header onwards). Events come in non-decreasing
-  // timestamp order. `lost_before` events were discarded just before it: it
-  // starts a new packet whose events_discarded has grown by that much.
-  void Append(uint64_t timestamp, uint64_t lost_before, std::span<const uint8_t> event);
+  // Room for one event (header onwards) of at most `max_bytes`, at the end
+  // of the packet it goes in: the caller encodes it there and says how many
+  // bytes it took with EndEvent. Events come in non-decreasing timestamp
+  // order. `lost_before` events were discarded just before it: it starts a
+  // new packet whose events_discarded has grown by that much.
+  uint8_t* BeginEvent(uint64_t timestamp, uint64_t lost_before, size_t max_bytes);
+  void EndEvent(uint64_t timestamp, size_t bytes) {
+    used_ += bytes;
+    end_ = timestamp;
+    ++event_count_;
+  }
 
   // Ends the stream with an empty packet at `timestamp` that counts `lost`
   // more discarded events (losses after the last record).
@@ -54,8 +60,13 @@ class StreamFileWriter {
   // with none.
   void WriteBaselinePacket(uint64_t timestamp);
   void FlushPacket();
-  // Room for `bytes` more after the packet's `used_` bytes, and for its padding.
-  void Reserve(size_t bytes);
+  // Room for `bytes` more after the packet's `used_` bytes, and for its
+  // padding (the capacity is whole blocks).
+  void Reserve(size_t bytes) {
+    if (used_ + bytes > capacity_) [[unlikely]]
+      Grow(bytes);
+  }
+  void Grow(size_t bytes);
   int WritePacket(size_t bytes);
   // Turns O_DIRECT off; false when it was not on.
   bool StopDirectIo();
