@@ -18,7 +18,7 @@ TEST_TIMEOUT ?= 300
 CTEST_ARGS   ?=
 TSAN_LABEL   ?= concurrency
 TSAN_TARGETS ?= ring_concurrency_unittests producer_concurrency_unittests udiagd mmio_concurrency_unittests \
-                mmio_emulator_atomicity_unittests mmiotrace_concurrency_unittests tracedat_block_writer_unittests \
+                mmio_emulator_atomicity_unittests mmiotrace_concurrency_unittests record_block_writer_unittests \
                 service_page_file_writer_unittests
 
 BUILD_DIR ?= build

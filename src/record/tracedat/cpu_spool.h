@@ -15,7 +15,7 @@
 
 #include "base/error_or.h"
 #include "base/scoped_fd.h"
-#include "record/tracedat/block_writer.h"
+#include "record/block_writer.h"
 #include "record/tracedat/page_encoder.h"
 #include "schema/event_description.h"
 

@@ -26,7 +26,6 @@
 namespace udiag::record {
 namespace {
 
-using tracedat::BlockWriter;
 using tracedat::ByteAppender;
 using tracedat::CpuSpool;
 

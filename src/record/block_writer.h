@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-namespace udiag::record::tracedat {
+namespace udiag::record {
 
 // What a written block tells BlockWriter::Written(): `slot` has its first
 // `end` bytes on disk. Slots are small numbers the caller chooses (a cpu).
@@ -99,4 +99,4 @@ class BlockWriter {
   std::thread thread_;  // last: starts once the rest is ready
 };
 
-}  // namespace udiag::record::tracedat
+}  // namespace udiag::record

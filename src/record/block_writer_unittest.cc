@@ -1,6 +1,6 @@
 // BlockWriter: blocks land at their offsets or in submit order, through
 // direct I/O or the page cache, and write errors reach Wait.
-#include "record/tracedat/block_writer.h"
+#include "record/block_writer.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -15,10 +15,9 @@
 #include <gtest/gtest.h>
 
 #include "base/scoped_fd.h"
-#include "record/tracedat/fd_io.h"
 #include "record/tracedat/test_trace.h"
 
-namespace udiag::record::tracedat {
+namespace udiag::record {
 namespace {
 
 constexpr size_t kBlock = BlockWriter::kBlockBytes;
@@ -27,7 +26,7 @@ std::vector<uint8_t> ReadWhole(int fd, size_t size) {
   // Through the page cache: the vector is not aligned for direct I/O.
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_DIRECT);
   std::vector<uint8_t> bytes(size);
-  EXPECT_EQ(ReadAllAt(fd, bytes, 0), 0);
+  EXPECT_EQ(::pread(fd, bytes.data(), size, 0), static_cast<ssize_t>(size));
   return bytes;
 }
 
@@ -56,7 +55,7 @@ class BlockWriterTest : public ::testing::Test {
   int OpenFile(const std::string& name) {
     return Keep(::open((temp_.path() + "/" + name).c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   }
-  testing::TempDir temp_;
+  tracedat::testing::TempDir temp_;
   std::vector<base::ScopedFd> fds_;
 };
 
@@ -188,4 +187,4 @@ TEST_F(BlockWriterTest, AStreamsBlocksAreInHugePagesWhereTheKernelHasThem) {
 }
 
 }  // namespace
-}  // namespace udiag::record::tracedat
+}  // namespace udiag::record

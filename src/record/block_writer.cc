@@ -1,4 +1,4 @@
-#include "record/tracedat/block_writer.h"
+#include "record/block_writer.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <new>
 
-namespace udiag::record::tracedat {
+namespace udiag::record {
 namespace {
 
 // Blocks queued behind the one being written. A shared disk can stall for
@@ -156,4 +156,4 @@ int BlockWriter::WriteBlock(const Job& job) {
   return 0;
 }
 
-}  // namespace udiag::record::tracedat
+}  // namespace udiag::record
