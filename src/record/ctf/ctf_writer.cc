@@ -75,6 +75,7 @@ class CtfWriter : public TraceWriter {
   explicit CtfWriter(std::string dir)
       : dir_(std::move(dir)), clock_offset_ns_(NowNs(CLOCK_REALTIME) - NowNs(CLOCK_MONOTONIC)) {
     model_.uuid = RandomUuid();
+    blocks_.PrepareForStream();
   }
 
   void AddEventType(const EventType& type) override {
@@ -127,6 +128,7 @@ class CtfWriter : public TraceWriter {
     model_.info = info;
     if (model_.tasks.size() != tasks_in_metadata_) SetError(WriteMetadata());
     for (auto& [cpu, stream] : streams_) SetError(stream->Flush());
+    SetError(blocks_.Wait());  // on disk, should the recorder be killed now
     return error_;
   }
 
@@ -175,7 +177,7 @@ class CtfWriter : public TraceWriter {
     base::ScopedFd fd(::open(path.c_str(), kFlags | O_DIRECT, 0644));
     if (!fd && errno == EINVAL) fd = base::ScopedFd(::open(path.c_str(), kFlags, 0644));
     if (!fd) return nullptr;
-    auto stream = std::make_unique<StreamFileWriter>(std::move(fd), cpu, model_.uuid);
+    auto stream = std::make_unique<StreamFileWriter>(std::move(fd), cpu, model_.uuid, &blocks_);
     return streams_.emplace(cpu, std::move(stream)).first->second.get();
   }
 
@@ -185,6 +187,9 @@ class CtfWriter : public TraceWriter {
   std::unordered_map<uint32_t, size_t> type_index_;  // type id -> model_.types index
   std::vector<PayloadPlan> plans_;                   // by model_.types index
   std::map<uint32_t, std::unique_ptr<StreamFileWriter>> streams_;
+  // Writes the streams' packets; after streams_, so that it has written
+  // them all before their files close.
+  BlockWriter blocks_;
   // The last record's type (its model_.types index) and stream.
   uint32_t last_type_id_ = UINT32_MAX;
   size_t last_type_ = 0;

@@ -26,8 +26,8 @@ size_t RoundUp(size_t bytes) {
 }  // namespace
 
 StreamFileWriter::StreamFileWriter(base::ScopedFd fd, uint32_t cpu,
-                                   const std::array<uint8_t, kUuidSize>& uuid)
-    : fd_(std::move(fd)), cpu_(cpu), uuid_(uuid) {}
+                                   const std::array<uint8_t, kUuidSize>& uuid, BlockWriter* blocks)
+    : fd_(std::move(fd)), blocks_(blocks), cpu_(cpu), uuid_(uuid) {}
 
 void StreamFileWriter::Grow(size_t bytes) {
   const size_t need = RoundUp(used_ + bytes);
@@ -65,31 +65,22 @@ void StreamFileWriter::FlushPacket() {
   store(kPacketSeqNumAt, packets_written_);
   store(kEventsDiscardedAt, discarded_);
   store(kCpuIdAt, cpu_);
-  if (error_ == 0) error_ = WritePacket(padded);
+  WritePacket(padded);
   ++packets_written_;
   packet_open_ = false;
 }
 
-// Writes the packet's first `bytes`. A file system that takes no O_DIRECT
-// write (EINVAL: its blocks are larger, or it has none), or a short write
-// that leaves the file unaligned, gets the rest buffered.
-int StreamFileWriter::WritePacket(size_t bytes) {
-  const uint8_t* at = packet_.get();
-  while (bytes > 0) {
-    const ssize_t written = ::write(fd_.get(), at, bytes);
-    if (written < 0 && errno == EINTR) continue;
-    if (written < 0 && errno == EINVAL && StopDirectIo()) continue;
-    if (written <= 0) return written < 0 ? errno : EIO;
-    at += written;
-    bytes -= static_cast<size_t>(written);
-    if (bytes > 0) StopDirectIo();
+// Copied into the writer's blocks (aligned for direct I/O, reused once
+// written), so that this packet's buffer fills again at once: a copy costs
+// far less than waiting for the disk.
+void StreamFileWriter::WritePacket(size_t bytes) {
+  for (size_t done = 0; done < bytes;) {
+    const size_t part = std::min(bytes - done, BlockWriter::kBlockBytes);
+    uint8_t* const block = blocks_->Acquire();
+    std::memcpy(block, packet_.get() + done, part);
+    blocks_->Submit(block, fd_.get(), BlockWriter::kAtPosition, part);
+    done += part;
   }
-  return 0;
-}
-
-bool StreamFileWriter::StopDirectIo() {
-  const int flags = ::fcntl(fd_.get(), F_GETFL);
-  return flags >= 0 && (flags & O_DIRECT) != 0 && ::fcntl(fd_.get(), F_SETFL, flags & ~O_DIRECT) == 0;
 }
 
 void StreamFileWriter::WriteBaselinePacket(uint64_t timestamp) {
@@ -118,7 +109,7 @@ void StreamFileWriter::AddTrailingLoss(uint64_t timestamp, uint64_t lost) {
 
 int StreamFileWriter::Flush() {
   if (packet_open_) FlushPacket();
-  return error_;
+  return blocks_->error();
 }
 
 int StreamFileWriter::Close(uint64_t timestamp) {
@@ -128,8 +119,9 @@ int StreamFileWriter::Close(uint64_t timestamp) {
     StartPacket(timestamp);
     FlushPacket();
   }
-  if (error_ == 0 && ::close(fd_.Release()) != 0) error_ = errno;
-  return error_;
+  int error = blocks_->Wait();
+  if (::close(fd_.Release()) != 0 && error == 0) error = errno;
+  return error;
 }
 
 }  // namespace udiag::record::ctf

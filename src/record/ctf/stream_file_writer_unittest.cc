@@ -28,7 +28,8 @@ std::vector<uint8_t> ReadAll(const std::string& path) {
 void WriteEvents(const std::string& path, int extra_flags) {
   base::ScopedFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | extra_flags, 0644));
   ASSERT_TRUE(fd) << strerror(errno);
-  StreamFileWriter writer(std::move(fd), 3, kUuid);
+  BlockWriter blocks;
+  StreamFileWriter writer(std::move(fd), 3, kUuid, &blocks);
   std::vector<uint8_t> event(100);
   for (uint64_t i = 0; i < 30000; ++i) {
     std::memcpy(event.data(), &i, sizeof(i));
