@@ -242,8 +242,17 @@ int Server::Run() {
     } else {
       poll_ns = std::min(poll_ns * 2, kMaxDozeNs);
     }
-    if (!SetRingsDozing(poll_ns > kMaxPollNs)) poll_ns = std::min(poll_ns, kMaxPollNs);
-    if (drained.records == 0 && now - last_activity > kIdleBeforeSleepNs && deferred_.empty()) {
+    // While the rings are left to a full recorder (DrainRings), it pokes us
+    // once it has room; their producers, whose rings fill meanwhile, would
+    // poke us at every page and have us find nothing to do.
+    const bool recorder_full = OnlyConsumerIsAFullRecorder();
+    if (recorder_full) {
+      poll_ns = kMaxDozeNs;
+      SetRingsDozing(false);
+    } else if (!SetRingsDozing(poll_ns > kMaxPollNs)) {
+      poll_ns = std::min(poll_ns, kMaxPollNs);
+    }
+    if (drained.records == 0 && !recorder_full && now - last_activity > kIdleBeforeSleepNs && deferred_.empty()) {
       SetRingsSleeping(true);
       // Anything committed before the flag was visible is drained now.
       if (DrainRings().records == 0 && RecordStreamsMaySleep()) {
