@@ -7,24 +7,27 @@
 
 #include "cli/cli_support.h"
 #include "record/ctf/ctf_recover.h"
+#include "record/perfetto/perfetto_recover.h"
+#include "record/trace_files.h"
 #include "record/tracedat/recover.h"
 
 namespace udiag::cli {
 
 namespace {
 
-int RecoverCtf(const std::string& dir) {
-  uint64_t cut = 0;
-  int err = record::ctf::CutTornPackets(dir, &cut);
+// Says what cutting a torn last packet did (CTF and Perfetto): `err` the
+// cut's result, `cut` the bytes that went, `not_ours` why EINVAL.
+int ReportCut(const std::string& path, int err, uint64_t cut, std::string_view not_ours) {
   if (err == EINVAL) {
-    fmt::print(stderr, "udiag recover: {}: not a CTF trace written by udiag record (no metadata)\n", dir);
+    fmt::print(stderr, "udiag recover: {}: {}\n", path, not_ours);
     return kExitFailure;
   }
-  if (err) return Fail(dir, err);
+  if (err) return Fail(path, err);
   if (cut == 0) {
-    fmt::print(stderr, "udiag recover: {}: every packet is whole; nothing to do\n", dir);
+    fmt::print(stderr, "udiag recover: {}: every packet is whole; nothing to do\n", path);
   } else {
-    fmt::print(stderr, "udiag recover: {}: cut {} bytes of a torn last packet; the trace is complete\n", dir, cut);
+    fmt::print(stderr, "udiag recover: {}: cut {} bytes of a torn last packet; the trace is complete\n", path,
+               cut);
   }
   return 0;
 }
@@ -33,7 +36,16 @@ int RecoverCtf(const std::string& dir) {
 
 int Recover(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return RecoverCtf(path);
+  uint64_t cut = 0;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    const int err = record::ctf::CutTornPackets(path, &cut);
+    return ReportCut(path, err, cut, "not a CTF trace written by udiag record (no metadata)");
+  }
+  if (record::TraceFormatOf(path) == record::TraceFormat::kPerfetto) {
+    const int err = record::CutTornPerfettoPacket(path, &cut);
+    return ReportCut(path, err, cut,
+                     "not a Perfetto trace written by udiag record (or damaged before its end)");
+  }
   record::tracedat::Recovery recovery;
   int err = record::tracedat::RecoverTraceDat(path, &recovery);
   if (err == EINVAL) {

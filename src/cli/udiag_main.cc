@@ -308,13 +308,16 @@ void AddRecordCommands(CLI::App& app, CommandLine& line) {
   report->add_flag("--json", line.json, "One JSON object per event");
   report->callback([&] { line.run = [&](const std::string&) { return cli::Report(line.path, line.json); }; });
 
-  CLI::App* recover = AddCommand(app, line, "recover", "Finish a trace.dat whose recording was killed",
-                                 "A trace.dat is readable while `udiag record` writes it, up to its last\n"
-                                 "checkpoint (every 250 ms). After the recorder was killed (or the disk filled),\n"
-                                 "`udiag recover FILE` also keeps the complete pages written after that\n"
-                                 "checkpoint, repairs a header torn by the kill, and turns the sparse file back\n"
-                                 "into an ordinary one, in place. A finished file is left as it is.");
-  recover->add_option("FILE", line.path, "trace.dat left by udiag record")->required();
+  CLI::App* recover =
+      AddCommand(app, line, "recover", "Finish a trace whose recording was killed",
+                 "A trace.dat is readable while `udiag record` writes it, up to its last\n"
+                 "checkpoint (every 250 ms). After the recorder was killed (or the disk filled),\n"
+                 "`udiag recover FILE` also keeps the complete pages written after that\n"
+                 "checkpoint, repairs a header torn by the kill, and turns the sparse file back\n"
+                 "into an ordinary one, in place. Of a CTF directory or a Perfetto file it cuts\n"
+                 "the packet the kill tore, if any. A finished trace is left as it is.");
+  recover->add_option("FILE", line.path, "trace.dat, CTF directory or Perfetto file left by udiag record")
+      ->required();
   recover->callback([&] { line.run = [&](const std::string&) { return cli::Recover(line.path); }; });
 
   CLI::App* convert = AddCommand(app, line, "convert", "Convert a trace file between formats",

@@ -78,14 +78,28 @@ base::ErrorOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(TraceFormat format, 
   return base::Errno{EINVAL};
 }
 
-base::ErrorOr<std::unique_ptr<TraceReader>> OpenTraceReader(const std::string& path) {
+std::optional<TraceFormat> TraceFormatOf(const std::string& path) {
   if (IsDirectory(path)) {
-    if (access((path + "/metadata").c_str(), R_OK) == 0) return ctf::OpenCtfReader(path);
-    return base::Errno{EINVAL};
+    if (access((path + "/metadata").c_str(), R_OK) == 0) return TraceFormat::kCtf;
+    return std::nullopt;
   }
-  if (access(path.c_str(), R_OK) != 0) return base::Errno{errno};
-  if (HasTraceDatMagic(path)) return OpenTraceDatReader(path);
-  if (LooksLikePerfetto(path)) return base::Errno{ENOTSUP};
+  if (HasTraceDatMagic(path)) return TraceFormat::kTraceDat;
+  if (LooksLikePerfetto(path)) return TraceFormat::kPerfetto;
+  return std::nullopt;
+}
+
+base::ErrorOr<std::unique_ptr<TraceReader>> OpenTraceReader(const std::string& path) {
+  if (!IsDirectory(path) && access(path.c_str(), R_OK) != 0) return base::Errno{errno};
+  const std::optional<TraceFormat> format = TraceFormatOf(path);
+  if (!format) return base::Errno{EINVAL};
+  switch (*format) {
+    case TraceFormat::kTraceDat:
+      return OpenTraceDatReader(path);
+    case TraceFormat::kCtf:
+      return ctf::OpenCtfReader(path);
+    case TraceFormat::kPerfetto:
+      return base::Errno{ENOTSUP};
+  }
   return base::Errno{EINVAL};
 }
 

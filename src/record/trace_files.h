@@ -26,6 +26,11 @@ TraceFormat FormatForOutput(const std::string& path);
 // trace.dat: a file; CTF: a directory (created); Perfetto: a file.
 base::ErrorOr<std::unique_ptr<TraceWriter>> OpenTraceWriter(TraceFormat format, const std::string& path);
 
+// The format of an existing trace, by its content: a directory with a CTF
+// `metadata` file, a file with trace.dat's magic, or one that starts with a
+// Perfetto Trace.packet; nullopt for anything else.
+std::optional<TraceFormat> TraceFormatOf(const std::string& path);
+
 // Opens a trace we wrote, recognising its format by content: a directory
 // with a CTF `metadata` file, or a trace.dat file. Perfetto files cannot be
 // read back (their fields are annotations, not records): ENOTSUP. EINVAL for

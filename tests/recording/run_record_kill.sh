@@ -3,7 +3,8 @@
 # fast recording, the file opens in trace-cmd and `udiag report` as it is
 # (up to the last checkpoint), and `udiag recover` keeps the complete pages
 # written after it and compacts the file; a killed CTF recording opens in
-# babeltrace2 once `udiag recover` has cut a torn packet. On a full disk (a 4 MB tmpfs) the
+# babeltrace2, and a killed Perfetto one in protoc, once `udiag recover` has
+# cut a torn packet. On a full disk (a 4 MB tmpfs) the
 # recorder says so, exits non-zero, and the file keeps what fit; so it does
 # when its daemon may not grow the file. A stopped recorder loses nothing of
 # a trace.dat: its daemon writes the file.
@@ -82,6 +83,19 @@ ctf=$(babeltrace2 "$T/k.ctf" 2>"$T/bt.err" | grep -c 'counted:') || { cat "$T/bt
 ours=$("$UDIAG" report "$T/k.ctf" 2>/dev/null | grep -c 'counted:')
 [ "$ours" = "$ctf" ] || fail "udiag report shows $ours events of the killed CTF recording, babeltrace2 $ctf"
 echo "CTF after kill -9: $ctf events"
+
+# 2b. kill -9 of a Perfetto recording: protoc decodes it after `udiag
+# recover` (which only cuts a packet the kill may have torn).
+start_recording "$T/k.pftrace"
+sleep 1.5
+kill -9 $R; wait $R 2>/dev/null
+stop_producer
+"$UDIAG" recover "$T/k.pftrace" || fail "udiag recover of a Perfetto trace failed"
+protoc --decode_raw <"$T/k.pftrace" >"$T/k.raw" 2>"$T/protoc.err" || { cat "$T/protoc.err" >&2; fail "protoc cannot decode the killed Perfetto recording"; }
+pf=$(grep -c '"counted"' "$T/k.raw")
+[ "$pf" -gt 0 ] || fail "the killed Perfetto recording has no event"
+"$UDIAG" recover "$T/k.pftrace" 2>&1 | grep -q "nothing to do" || fail "a second recover should find every packet whole"
+echo "Perfetto after kill -9: $pf events"
 
 # 3. A stopped recorder (SIGSTOP, a debugger) costs its trace.dat nothing:
 # the daemon writes the pages into the file itself, and only the counting

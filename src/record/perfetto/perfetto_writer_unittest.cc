@@ -13,35 +13,17 @@
 #include <fstream>
 #include <sstream>
 
+#include "record/perfetto/perfetto_test_support.h"
+
 namespace udiag::record {
 namespace {
 
-const std::string kProtoDir = UDIAG_PERFETTO_DIR;
+using testing::DecodeWithProtoc;
+using testing::kProtoDir;
+using testing::ReadFile;
+using testing::ScratchPath;
+
 const std::string kGolden = kProtoDir + "/testdata/sample_trace.golden.txt";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string ScratchPath(const std::string& name) {
-  return ::testing::TempDir() + "/perfetto_" + std::to_string(getpid()) + "_" + name;
-}
-
-// Runs protoc --decode=perfetto.protos.Trace on `trace`; returns its exit
-// status and puts stdout+stderr in `text`.
-int DecodeWithProtoc(const std::string& trace, std::string* text) {
-  std::string out = trace + ".txt";
-  std::string command = std::string(UDIAG_PROTOC) + " -I " + kProtoDir +
-                        " --decode=perfetto.protos.Trace protos/perfetto/trace/trace.proto < " + trace +
-                        " > " + out + " 2>&1";
-  int status = std::system(command.c_str());
-  *text = ReadFile(out);
-  unlink(out.c_str());
-  return status;
-}
 
 std::vector<schema::Field> FieldsOf(const std::string& command) {
   schema::EventDescription event;
