@@ -82,6 +82,15 @@ def ring():
     seed("ring_reader_fuzzer", "pages_up_to_a_time", counters(4096 + 16 + 40, 0x010B) + pages)
 
 
+def perfetto_recover():
+    def packet(body):
+        return b"\x0a" + bytes([len(body)]) + body
+
+    two = packet(b"\x40\x01") + packet(b"\x5a" + bytes([3]) + b"abc")
+    seed("perfetto_recover_fuzzer", "two_packets", two)
+    seed("perfetto_recover_fuzzer", "torn", two[:-2])
+
+
 def page_check():
     def page(start, events, commit=None):
         body = b"".join(events)
@@ -171,6 +180,7 @@ if __name__ == "__main__":
     eventheader()
     ipc()
     ring()
+    perfetto_recover()
     page_check()
     tracefs()
     traces(sys.argv[1])
