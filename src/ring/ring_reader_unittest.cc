@@ -454,7 +454,7 @@ class StagePagesTest : public ::testing::Test {
     reader_ = ring_.Reader();
     ASSERT_NE(reader_, nullptr);
   }
-  TestRing ring_{8192};
+  TestRing ring_{32768};
   RingWriter writer_;
   std::unique_ptr<RingReader> reader_;
 };
@@ -599,12 +599,9 @@ TEST_F(StagePagesTest, StageStopsAfterBefore) {
 // starts by then (so all of its events are that early); one that reaches
 // past it is read event by event up to it, and a page that starts after
 // it waits.
-TEST(RingReaderTest, StagePagesReadsUpToBefore) {
-  TestRing ring(32768);
-  RingWriter writer;
-  writer.Attach(ring.base());
-  auto reader = ring.Reader();
-  ASSERT_NE(reader, nullptr);
+TEST_F(StagePagesTest, ReadsUpToBefore) {
+  RingWriter& writer = writer_;
+  RingReader* reader = reader_.get();
   // A change of cpu closes a page: pages at 10 (two events), 20 (two), 30, and 40 open.
   ASSERT_TRUE(Write(writer, 1, 10, PayloadFor(10, 8), /*cpu=*/1));
   ASSERT_TRUE(Write(writer, 1, 11, PayloadFor(11, 8), 1));
@@ -641,12 +638,9 @@ TEST(RingReaderTest, StagePagesReadsUpToBefore) {
 
 // How far a number of pages on reaches: the time of the page there, or of
 // an open page StagePages would hold, or no limit.
-TEST(RingReaderTest, TimeAfterPagesIsWhereReadingThatFarStops) {
-  TestRing ring(32768);
-  RingWriter writer;
-  writer.Attach(ring.base());
-  auto reader = ring.Reader();
-  ASSERT_NE(reader, nullptr);
+TEST_F(StagePagesTest, TimeAfterPagesIsWhereReadingThatFarStops) {
+  RingWriter& writer = writer_;
+  RingReader* reader = reader_.get();
   EXPECT_EQ(reader->TimeAfterPages(1, true, 0), UINT64_MAX) << "empty";
   for (uint16_t i = 0; i < 4; ++i)
     ASSERT_TRUE(Write(writer, 1, 10 * (i + 1), PayloadFor(i, 8), /*cpu=*/1 + i % 2));

@@ -14,18 +14,8 @@ fail() { echo "FAIL: $*"; cleanup; exit 1; }
 N=20000
 
 # The event exists first, so we can see when every consumer has enabled it.
-"$UDIAG" write --append dynamic_events 'u:counted u64 seq' || fail "cannot create the event"
-"$UDIAG" record -e counted -o "$T/a.dat" 2>"$T/a.err" & A=$!
-"$UDIAG" record -e counted --format ctf -o "$T/b.ctf" 2>"$T/b.err" & B=$!
-"$UDIAG" trace -e counted >"$T/trace.txt" 2>"$T/trace.err" & C=$!
-enabled_everywhere() {
-  n=0
-  for d in $("$UDIAG" ls instances 2>/dev/null); do
-    [ "$("$UDIAG" cat "instances/$d/events/user_events/counted/enable" 2>/dev/null)" = 1 ] && n=$((n+1))
-  done
-  [ $n -ge 2 ] && [ "$("$UDIAG" cat events/user_events/counted/enable)" = 1 ]
-}
-i=0; until enabled_everywhere; do i=$((i+1)); [ $i -lt 200 ] || fail "the consumers did not enable the event"; sleep 0.05; done
+. "$(dirname "$0")/three_consumers.sh"
+start_three_consumers "$T/a.dat" "$T/b.ctf" "$T/trace.txt"
 "$UDIAG" cat user_events_status | grep -q '^counted # Used by ftrace record$' ||
   { "$UDIAG" cat user_events_status; fail "user_events_status does not say ftrace and record use the event"; }
 
@@ -34,8 +24,8 @@ i=0; until enabled_everywhere; do i=$((i+1)); [ $i -lt 200 ] || fail "the consum
 i=0; until [ "$(grep -c 'counted: seq=' "$T/trace.txt")" -ge $N ] || [ $i -ge 200 ]; do i=$((i+1)); sleep 0.05; done
 sleep 0.5
 kill -INT $A $B $C; wait $A; RA=$?; wait $B; RB=$?; wait $C
-[ $RA = 0 ] && [ $RB = 0 ] || { cat "$T/a.err" "$T/b.err"; fail "a recording failed"; }
-cat "$T/a.err" "$T/b.err"
+[ $RA = 0 ] && [ $RB = 0 ] || { cat "$T/a.dat.err" "$T/b.ctf.err"; fail "a recording failed"; }
+cat "$T/a.dat.err" "$T/b.ctf.err"
 [ "$("$UDIAG" report "$T/a.dat" | grep -c 'counted: seq=')" = $N ] || fail "recording A does not have all $N events"
 [ "$("$UDIAG" report "$T/b.ctf" | grep -c 'counted: seq=')" = $N ] || fail "recording B does not have all $N events"
 [ "$(grep -c 'counted: seq=' "$T/trace.txt")" = $N ] || fail "trace_pipe does not have all $N events"

@@ -20,18 +20,8 @@ fail() { echo "FAIL: $*"; cleanup; exit 1; }
 # round's share of a ring (64 pages), and well within a ring (4 MiB).
 N=30000
 
-"$UDIAG" write --append dynamic_events 'u:counted u64 seq' || fail "cannot create the event"
-"$UDIAG" record -e counted -o "$T/a.dat" 2>"$T/a.err" & A=$!
-"$UDIAG" record -e counted --format ctf -o "$T/b.ctf" 2>"$T/b.err" & B=$!
-"$UDIAG" trace -e counted >"$T/trace.txt" 2>"$T/trace.err" & C=$!
-enabled_everywhere() {
-  n=0
-  for d in $("$UDIAG" ls instances 2>/dev/null); do
-    [ "$("$UDIAG" cat "instances/$d/events/user_events/counted/enable" 2>/dev/null)" = 1 ] && n=$((n+1))
-  done
-  [ $n -ge 2 ] && [ "$("$UDIAG" cat events/user_events/counted/enable)" = 1 ]
-}
-i=0; until enabled_everywhere; do i=$((i+1)); [ $i -lt 200 ] || fail "the consumers did not enable the event"; sleep 0.05; done
+. "$(dirname "$0")/three_consumers.sh"
+start_three_consumers "$T/a.dat" "$T/b.ctf" "$T/trace.txt"
 
 # Both producers register and wait for their go file; then the daemon stops.
 taskset -c 0 "$BIN_DIR/counting_producer" $N 0 "$T/go_a" & PA=$!
@@ -53,8 +43,8 @@ wait $PB || fail "producer B failed"
 i=0; until [ "$(grep -c 'counted: seq=' "$T/trace.txt")" -ge $((2 * N)) ] || [ $i -ge 200 ]; do i=$((i+1)); sleep 0.05; done
 sleep 0.5
 kill -INT $A $B $C; wait $A; RA=$?; wait $B; RB=$?; wait $C
-[ $RA = 0 ] && [ $RB = 0 ] || { cat "$T/a.err" "$T/b.err"; fail "a recording failed"; }
-cat "$T/a.err" "$T/b.err"
+[ $RA = 0 ] && [ $RB = 0 ] || { cat "$T/a.dat.err" "$T/b.ctf.err"; fail "a recording failed"; }
+cat "$T/a.dat.err" "$T/b.ctf.err"
 
 # $1: a report's lines; prints how often time goes back within a cpu.
 steps_back_per_cpu() {
@@ -72,7 +62,7 @@ if command -v trace-cmd >/dev/null; then
   [ "$back" = 0 ] || fail "trace-cmd report: time goes back $back times within a cpu"
 fi
 
-grep -q 'stamped with the time before them' "$T/b.err" && fail "the CTF recording restamped events"
+grep -q 'stamped with the time before them' "$T/b.ctf.err" && fail "the CTF recording restamped events"
 [ "$("$UDIAG" report "$T/b.ctf" | grep -c 'counted: seq=')" = $((2 * N)) ] || fail "the CTF recording does not have all $((2 * N)) events"
 
 [ "$(grep -c 'counted: seq=' "$T/trace.txt")" = $((2 * N)) ] || fail "trace_pipe does not have all $((2 * N)) events"
