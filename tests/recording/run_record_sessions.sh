@@ -5,16 +5,13 @@
 # Usage: run_record_sessions.sh BIN_DIR
 BIN_DIR="$1"
 UDIAG="$BIN_DIR/udiag"
-T=$(mktemp -d)
-"$BIN_DIR/udiagd" --dir "$T/d" & DAEMON=$!
-export UDIAG_DIR="$T/d"
-i=0; while [ ! -S "$T/d/control.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+. "$(dirname "$0")/recording_session.sh"
+start_daemon
 cleanup() { kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null; rm -rf "$T"; }
 fail() { echo "FAIL: $*"; cleanup; exit 1; }
 N=20000
 
 # The event exists first, so we can see when every consumer has enabled it.
-. "$(dirname "$0")/three_consumers.sh"
 start_three_consumers "$T/a.dat" "$T/b.ctf" "$T/trace.txt"
 "$UDIAG" cat user_events_status | grep -q '^counted # Used by ftrace record$' ||
   { "$UDIAG" cat user_events_status; fail "user_events_status does not say ftrace and record use the event"; }

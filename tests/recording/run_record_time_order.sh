@@ -10,17 +10,14 @@
 # Usage: run_record_time_order.sh BIN_DIR
 BIN_DIR="$1"
 UDIAG="$BIN_DIR/udiag"
-T=$(mktemp -d)
-"$BIN_DIR/udiagd" --dir "$T/d" & DAEMON=$!
-export UDIAG_DIR="$T/d"
-i=0; while [ ! -S "$T/d/control.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+. "$(dirname "$0")/recording_session.sh"
+start_daemon
 cleanup() { kill -CONT $DAEMON 2>/dev/null; kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null; rm -rf "$T"; }
 fail() { echo "FAIL: $*"; cleanup; exit 1; }
 # 30000 events of 20 bytes are about 150 ring pages: more than twice a
 # round's share of a ring (64 pages), and well within a ring (4 MiB).
 N=30000
 
-. "$(dirname "$0")/three_consumers.sh"
 start_three_consumers "$T/a.dat" "$T/b.ctf" "$T/trace.txt"
 
 # Both producers register and wait for their go file; then the daemon stops.
