@@ -4,13 +4,11 @@
 
 #include "record/ctf/stream_file_writer.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <new>
 
 namespace udiag::record::ctf {
 namespace {
@@ -30,21 +28,13 @@ StreamFileWriter::StreamFileWriter(base::ScopedFd fd, uint32_t cpu,
     : fd_(std::move(fd)), blocks_(blocks), cpu_(cpu), uuid_(uuid) {}
 
 void StreamFileWriter::Grow(size_t bytes) {
-  const size_t need = RoundUp(used_ + bytes);
-  if (need <= capacity_) return;
-  const size_t capacity = std::max(need, RoundUp(kPacketTargetSize + kBlockBytes));
-  std::unique_ptr<uint8_t, FreeAligned> grown(
-      static_cast<uint8_t*>(std::aligned_alloc(kBlockBytes, capacity)));
-  if (!grown) throw std::bad_alloc();
-  if (used_ > 0) std::memcpy(grown.get(), packet_.get(), used_);
-  packet_ = std::move(grown);
-  capacity_ = capacity;
+  packet_.resize(std::max(RoundUp(used_ + bytes), RoundUp(kPacketTargetSize + kBlockBytes)));
 }
 
 void StreamFileWriter::StartPacket(uint64_t timestamp) {
   used_ = 0;
   Reserve(kPacketPreambleSize);
-  std::memset(packet_.get(), 0, kPacketPreambleSize);
+  std::memset(packet_.data(), 0, kPacketPreambleSize);
   used_ = kPacketPreambleSize;
   packet_open_ = true;
   begin_ = end_ = timestamp;
@@ -53,10 +43,10 @@ void StreamFileWriter::StartPacket(uint64_t timestamp) {
 
 void StreamFileWriter::FlushPacket() {
   const size_t padded = RoundUp(used_);
-  std::memset(packet_.get() + used_, 0, padded - used_);
-  auto store = [&](size_t at, auto value) { std::memcpy(packet_.get() + at, &value, sizeof(value)); };
+  std::memset(packet_.data() + used_, 0, padded - used_);
+  auto store = [&](size_t at, auto value) { std::memcpy(packet_.data() + at, &value, sizeof(value)); };
   store(kMagicAt, kPacketMagic);
-  std::memcpy(packet_.get() + kUuidAt, uuid_.data(), uuid_.size());
+  std::memcpy(packet_.data() + kUuidAt, uuid_.data(), uuid_.size());
   store(kStreamIdAt, uint32_t{0});
   store(kTimestampBeginAt, begin_);
   store(kTimestampEndAt, end_);
@@ -77,7 +67,7 @@ void StreamFileWriter::WritePacket(size_t bytes) {
   for (size_t done = 0; done < bytes;) {
     const size_t part = std::min(bytes - done, BlockWriter::kBlockBytes);
     uint8_t* const block = blocks_->Acquire();
-    std::memcpy(block, packet_.get() + done, part);
+    std::memcpy(block, packet_.data() + done, part);
     blocks_->Submit(block, fd_.get(), BlockWriter::kAtPosition, part);
     done += part;
   }
@@ -96,7 +86,7 @@ uint8_t* StreamFileWriter::BeginEvent(uint64_t timestamp, uint64_t lost_before, 
   if (!packet_open_) StartPacket(timestamp);
   discarded_ += lost_before;
   Reserve(max_bytes);
-  return packet_.get() + used_;
+  return packet_.data() + used_;
 }
 
 void StreamFileWriter::AddTrailingLoss(uint64_t timestamp, uint64_t lost) {

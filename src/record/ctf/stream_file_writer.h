@@ -12,8 +12,7 @@
 
 #include <array>
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
+#include <vector>
 
 #include "base/scoped_fd.h"
 #include "record/block_writer.h"
@@ -66,26 +65,22 @@ class StreamFileWriter {
   void WriteBaselinePacket(uint64_t timestamp);
   void FlushPacket();
   // Room for `bytes` more after the packet's `used_` bytes, and for its
-  // padding (the capacity is whole blocks).
+  // padding (the buffer is whole blocks).
   void Reserve(size_t bytes) {
-    if (used_ + bytes > capacity_) [[unlikely]]
+    if (used_ + bytes > packet_.size()) [[unlikely]]
       Grow(bytes);
   }
   void Grow(size_t bytes);
   // Hands the packet's first `bytes` to blocks_, in blocks of its size.
   void WritePacket(size_t bytes);
 
-  struct FreeAligned {
-    void operator()(uint8_t* bytes) const { std::free(bytes); }
-  };
-
   base::ScopedFd fd_;
   BlockWriter* blocks_;
   uint32_t cpu_;
   std::array<uint8_t, kUuidSize> uuid_;
   // Header + context, then events, and room for the padding.
-  std::unique_ptr<uint8_t, FreeAligned> packet_;
-  size_t used_ = 0, capacity_ = 0;
+  std::vector<uint8_t> packet_;
+  size_t used_ = 0;
   bool packet_open_ = false;
   uint64_t begin_ = 0, end_ = 0;
   uint64_t event_count_ = 0;  // in the open packet
