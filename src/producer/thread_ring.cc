@@ -149,25 +149,26 @@ bool RenewThreadRing() {
   return true;
 }
 
-void GrowThreadRing() {
+bool GrowThreadRing() {
   const uint64_t size = t_ring.writer.data_size();
   const uint64_t max = g_fast.ring_max_bytes.load(std::memory_order_relaxed);
   // A ring due to be renewed anyway (fork, reconnect) is left to that.
-  if (size >= max || t_ring.generation != g_fast.ring_generation.load()) return;
+  if (size >= max || t_ring.generation != g_fast.ring_generation.load()) return false;
   const uint64_t now = base::MonotonicNs();
-  if (now < t_ring.grow_after_ns) return;
+  if (now < t_ring.grow_after_ns) return false;
   Client* client = Client::Get();
-  if (!client) return;
+  if (!client) return false;
   bool refused;
   ring::RingMapping m = HandOverNewRing(client, static_cast<uint32_t>(std::min(size * 4, max)), 0, &refused);
   if (!m.base) {
     t_ring.grow_after_ns = now + kRingRetryNs;
-    return;
+    return false;
   }
   // The daemon drains what is left in the old ring before the new one.
   t_ring.writer.MarkClosed();
   Unmap(t_ring.mapping);
   UseRing(m);
+  return true;
 }
 
 }  // namespace udiag::producer

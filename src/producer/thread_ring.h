@@ -43,8 +43,9 @@ extern constinit thread_local ThreadRing t_ring __attribute__((tls_model("initia
 // times as large, up to the daemon's ring_max_bytes, and closes the old one
 // (the daemon drains it first). Keeps the old ring when no larger one can
 // be made or the daemon refuses it (a per-user limit), and tries again only
-// after kRingRetryNs.
-[[gnu::cold, gnu::noinline]] void GrowThreadRing();
+// after kRingRetryNs. True when the thread's ring (the same RingWriter) is
+// a new one.
+[[gnu::cold, gnu::noinline]] bool GrowThreadRing();
 
 inline ring::RingWriter* CurrentThreadRing() {
   if (t_ring.generation == g_fast.ring_generation.load(std::memory_order_relaxed)) [[likely]] {

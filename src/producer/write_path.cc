@@ -134,10 +134,16 @@ ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
   }
   // A record too big for the trace is dropped but the write succeeds, as in
   // the kernel; the ring counts it lost, so readers are told.
-  uint8_t* dst = ring->Reserve(payload, slot->id, cpu, ts);
-  if (!dst) {
-    if (ring->TakeOverflow()) GrowThreadRing();
-    return total;
+  uint8_t* dst = ring->ReserveUnlessFull(payload, slot->id, cpu, ts);
+  if (!dst) [[unlikely]] {
+    if (!ring->TakeOverflow()) return total;  // too large, counted lost
+    // The thread outran the daemon: it moves to a larger ring, which takes
+    // this write.
+    if (GrowThreadRing()) dst = ring->ReserveUnlessFull(payload, slot->id, cpu, ts);
+    if (!dst) {
+      ring->CountLost();
+      return total;
+    }
   }
   // The usual shapes, [index][payload] and [index+payload], copy directly,
   // in a few fixed-size moves for the usual short payloads.

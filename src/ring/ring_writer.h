@@ -68,8 +68,18 @@ class RingWriter {
   // kMaxPayload. At most one reservation is open; a new Reserve replaces it.
   // A timestamp below the last one is taken as equal to it.
   uint8_t* Reserve(uint32_t payload_len, uint16_t type, uint16_t cpu, uint64_t timestamp) {
+    uint8_t* const at = ReserveUnlessFull(payload_len, type, cpu, timestamp);
+    if (!at && payload_len <= kMaxPayload) CountLost();
+    return at;
+  }
+
+  // Reserve, except that an event the full ring has no room for is not
+  // counted: the caller may move to a larger ring and reserve it there,
+  // or count it with CountLost.
+  uint8_t* ReserveUnlessFull(uint32_t payload_len, uint16_t type, uint16_t cpu, uint64_t timestamp) {
     if (payload_len > kMaxPayload) [[unlikely]] {
-      return Drop();
+      CountLost();
+      return nullptr;
     }
     const uint32_t padded = (kCommonHeaderBytes + payload_len + 3) & ~3u;
     const uint32_t event_bytes = padded + (padded <= kMaxSmallData ? 4 : 8);
@@ -109,14 +119,14 @@ class RingWriter {
   // Tells the consumer this thread exited; it frees the ring once drained.
   void MarkClosed() { header_->closed.store(1, std::memory_order_release); }
 
- private:
-  static constexpr uint32_t kNoPage = UINT32_MAX;  // page_cpu_ while no page is open
-
-  uint8_t* Drop() {
+  // Counts an event dropped: the reader reports it lost.
+  void CountLost() {
     header_->lost.store(header_->lost.load(std::memory_order_relaxed) + 1,
                         std::memory_order_relaxed);
-    return nullptr;
   }
+
+ private:
+  static constexpr uint32_t kNoPage = UINT32_MAX;  // page_cpu_ while no page is open
 
   // Writes the event's headers `extend_bytes` into the open page's free
   // part (after a time extend put there) and reserves it.
@@ -152,7 +162,7 @@ class RingWriter {
     if (cpu != page_cpu_ || page_used_ == 0 || page_used_ + extend_bytes + event_bytes > kPageRoom) {
       if (!OpenPage(cpu, timestamp)) {
         overflowed_ = true;
-        return Drop();
+        return nullptr;
       }
       return PutEvent(0, padded, 0, type, timestamp);
     }
