@@ -46,6 +46,10 @@ struct RecordHead {
 struct PageHead {
   uint16_t cpu;
   uint64_t timestamp;
+  // The time in the header of the page after it, when its producer has
+  // opened one (else UINT64_MAX): an honest producer's page spans no longer
+  // than from its start to that.
+  uint64_t next_timestamp = UINT64_MAX;
 };
 
 // The payload of the record being handed out, still in shared memory: it can
@@ -160,7 +164,9 @@ class RingReader {
           }
           PageHeader header;
           std::memcpy(&header, data_ + (tail_ & mask_), sizeof(header));
-          page_sink(PageHead{static_cast<uint16_t>(header.commit >> 32), header.timestamp},
+          const uint64_t next_time =
+              head_ - tail_ > kRingPageSize ? PageTime(tail_ + kRingPageSize) : UINT64_MAX;
+          page_sink(PageHead{static_cast<uint16_t>(header.commit >> 32), header.timestamp, next_time},
                     PayloadSource(data_ + (tail_ & mask_), kRingPageSize));
           tail_ += kRingPageSize;
           count += page_weight;

@@ -421,6 +421,7 @@ struct Staged {
   uint16_t cpu;
   uint64_t timestamp;
   std::vector<uint8_t> bytes;  // the page, or the event's payload
+  uint64_t next_timestamp = 0;  // a page's PageHead::next_timestamp
 };
 
 size_t StageAll(RingReader& reader, bool hold_open_page, std::vector<Staged>* out,
@@ -435,7 +436,7 @@ size_t StageAll(RingReader& reader, bool hold_open_page, std::vector<Staged>* ou
       [&](const PageHead& head, const PayloadSource& page) {
         std::vector<uint8_t> bytes(kRingPageSize);
         page.CopyPageTo(bytes.data());
-        out->push_back({true, head.cpu, head.timestamp, std::move(bytes)});
+        out->push_back({true, head.cpu, head.timestamp, std::move(bytes), head.next_timestamp});
       },
       max_records, hold_open_page, held_if_since, page_weight, before);
 }
@@ -474,8 +475,9 @@ TEST_F(StagePagesTest, HoldsOnlyARecentOpenPage) {
 }
 
 // StagePages hands out a page the producer closed whole, with its header's
-// cpu and time. The page it still fills is held with hold_open_page, else
-// read event by event. Nothing is the producer's again until Release.
+// cpu and time and the next page's time. The page it still fills is held
+// with hold_open_page, else read event by event. Nothing is the producer's
+// again until Release.
 TEST(RingReaderTest, StagePagesHandsClosedPagesWhole) {
   TestRing ring(16384);
   RingWriter writer;
@@ -497,10 +499,12 @@ TEST(RingReaderTest, StagePagesHandsClosedPagesWhole) {
   EXPECT_EQ(staged[0].cpu, 1);
   EXPECT_EQ(staged[0].timestamp, 10u);
   EXPECT_EQ(staged[0].bytes, PageAt(ring, 0));
+  EXPECT_EQ(staged[0].next_timestamp, 20u);
   EXPECT_TRUE(staged[1].page);
   EXPECT_EQ(staged[1].cpu, 2);
   EXPECT_EQ(staged[1].timestamp, 20u);
   EXPECT_EQ(staged[1].bytes, PageAt(ring, 4096));
+  EXPECT_EQ(staged[1].next_timestamp, 30u);
   EXPECT_EQ(reader->position(), 8192u);
   EXPECT_EQ(StageAll(*reader, true, &staged), 0u);
   EXPECT_TRUE(reader->holding_open_page());

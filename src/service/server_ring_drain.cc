@@ -95,7 +95,8 @@ Server::DrainTotals Server::DrainRings(bool flush_open_pages) {
   const uint64_t pass_end = base::MonotonicNs() + kMaxPassNs;
   page_keeper_ = instances_->PerCpuPageKeeper();
   flush_open_pages_ = flush_open_pages;
-  if (page_keeper_ && !page_arena_) page_arena_ = std::make_unique<uint8_t[]>(kMaxStagedPages * ring::kRingPageSize);
+  if (page_keeper_ && !page_arena_)
+    page_arena_ = std::make_unique_for_overwrite<uint8_t[]>(kMaxStagedPages * ring::kRingPageSize);
   // A single ring has no runs to merge with: its records go to the instances
   // as they are drained.
   const bool deliver_now = rings_.size() == 1;
@@ -343,7 +344,16 @@ size_t Server::DrainRing(RingSource& src, size_t max_records, uint64_t before, s
     return found && instances_->DirectTakerOf(*found) == page_keeper_ ? found : nullptr;
   };
   RecordTaker* const taker = page_keeper_->taker();
+  const uint64_t long_span = tsc ? tsc_clock_.TicksIn(kMaxWholePageSpanNs) : kMaxWholePageSpanNs;
   auto take_page = [&](const ring::PageHead& head, const ring::PayloadSource& page) {
+    // A page whose next one began that long after it is most likely a slow
+    // thread's that spans as long: taken event by event without the copy
+    // and check it would fail (a false guess only costs a page taken apart).
+    if (!delivered_now && head.next_timestamp - head.timestamp > long_span &&
+        head.next_timestamp != UINT64_MAX) {
+      ring::RingReader::StageEventsOfPage(page, take_record);
+      return;
+    }
     uint8_t* const lent = taker->LendPage(head.cpu);
     uint8_t* const copy =
         lent ? lent : page_arena_.get() + (delivered_now ? 0 : staged_pages_.size() * ring::kRingPageSize);
