@@ -5,10 +5,20 @@
 // daemon ns per event; run under `valgrind --tool=callgrind` for a count of
 // instructions that machine noise does not move.
 #include <benchmark/benchmark.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
+#include <vector>
 
+#include "ring/ring_reader.h"
+#include "ring/ring_writer.h"
 #include "service/event_registry.h"
 #include "service/page_check.h"
 
@@ -61,6 +71,101 @@ void BM_CopyAndCheckPage(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * source.events);
 }
 BENCHMARK(BM_CopyAndCheckPage);
+
+bool PinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+// The same work on pages a producer thread on another cpu has just written,
+// through RingReader::StagePages, as the daemon drains a busy thread's
+// ring: the copy's reads then come from that cpu's cache, which costs most
+// of it. In turns, so that only the drain is timed: the producer writes
+// 1 MiB of events (the size of its cache's share), then the drain takes
+// them into a 4 MiB set of copies (as the file writer lends pages).
+void BM_DrainPagesFromAnotherCpu(benchmark::State& state) {
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+    state.SkipWithError("needs two cpus");
+    return;
+  }
+  constexpr uint32_t kRingBytes = 4 << 20;
+  constexpr uint32_t kTurnBytes = 1 << 20;
+  constexpr size_t kCopies = 1024;
+  ring::RingMapping mapping{};
+  if (ring::CreateRing(kRingBytes, gettid(), ring::ClockDomain::kTsc, &mapping) != 0) {
+    state.SkipWithError("CreateRing failed");
+    return;
+  }
+  auto reader = std::move(ring::RingReader::Map(mapping.fd, 0).value());
+  ring::RingWriter writer;
+  writer.Attach(mapping.base);
+  std::atomic<int> turn{0};  // odd: the producer's
+  std::atomic<bool> stop{false};
+  std::thread producer([&] {
+    PinTo(0);
+    uint8_t payload[kPayload] = {};
+    uint64_t time = 1'000'000;
+    for (int seen = 0;;) {
+      int now;
+      while ((now = turn.load(std::memory_order_acquire)) == seen) {
+        if (stop.load(std::memory_order_relaxed)) return;
+      }
+      for (uint32_t written = 0; written < kTurnBytes; written += 4 + ring::kCommonHeaderBytes + kPayload) {
+        time += 300;
+        uint8_t* at = writer.Reserve(kPayload, kType, 0, time);
+        if (!at) break;
+        std::memcpy(at, payload, kPayload);
+        writer.Commit();
+        ++payload[0];
+      }
+      seen = now + 1;
+      turn.store(seen, std::memory_order_release);
+    }
+  });
+  PinTo(1);
+  std::vector<uint8_t> copies(kCopies * ring::kRingPageSize);
+  Event event;
+  event.id = kType;
+  event.desc.min_size = kPayload;
+  auto event_of = [&](uint16_t id) -> const Event* { return id == kType ? &event : nullptr; };
+  size_t next_copy = 0;
+  uint64_t events = 0, refused = 0;
+  int seen = 0;
+  for (auto _ : state) {
+    turn.store(seen + 1, std::memory_order_release);
+    while (turn.load(std::memory_order_acquire) != seen + 2) {
+    }
+    seen += 2;
+    const auto start = std::chrono::steady_clock::now();
+    reader->StagePages([&](const ring::RecordHead&, const ring::PayloadSource&) {},
+                       [&](const ring::PageHead& head, const ring::PayloadSource& page) {
+                         uint8_t* copy = copies.data() + next_copy++ % kCopies * ring::kRingPageSize;
+                         page.CopyPageTo(copy);
+                         // Ticks as ns, from the page's start (Server::PageLine).
+                         const base::TscClock::Line line{head.timestamp, head.timestamp, uint64_t{1} << 32};
+                         CheckedPage checked;
+                         if (CheckPage(copy, 4242, UINT64_MAX / 2, event_of, line, &checked)) {
+                           events += checked.events;
+                         } else {
+                           ++refused;
+                         }
+                       },
+                       SIZE_MAX, /*hold_open_page=*/true);
+    reader->Release();
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  stop = true;
+  producer.join();
+  if (refused)
+    state.SkipWithError(
+        ("pages refused: " + std::to_string(refused) + " events " + std::to_string(events)).c_str());
+  state.SetItemsProcessed(static_cast<int64_t>(events));
+  munmap(mapping.base, mapping.bytes);
+  close(mapping.fd);
+}
+BENCHMARK(BM_DrainPagesFromAnotherCpu)->UseManualTime();
 
 }  // namespace
 }  // namespace udiag::service
