@@ -89,9 +89,12 @@ namespace {
 }
 
 ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
-  // The usual shape, [index][payload], is sized without a loop.
+  // The usual shapes, [index][payload] and [index+payload], are sized
+  // without a loop.
   const bool index_apart = cnt == 2 && iov[0].iov_len == sizeof(int32_t) && iov[1].iov_len <= SSIZE_MAX - sizeof(int32_t);
-  const ssize_t length = index_apart ? static_cast<ssize_t>(sizeof(int32_t) + iov[1].iov_len) : TotalLength(iov, cnt);
+  const ssize_t length = index_apart ? static_cast<ssize_t>(sizeof(int32_t) + iov[1].iov_len)
+                         : cnt == 1 && iov[0].iov_len <= SSIZE_MAX ? static_cast<ssize_t>(iov[0].iov_len)
+                                                                   : TotalLength(iov, cnt);
   if (length < 0) return -1;
   const auto total = static_cast<size_t>(length);
   if (total < sizeof(int32_t)) return Fail(EFAULT);
