@@ -9,61 +9,23 @@
 #include <unordered_set>
 
 #include "base/scoped_fd.h"
-#include "record/perfetto/debug_annotation.h"
+#include "record/perfetto/event_packet.h"
+#include "record/perfetto/perfetto_fields.h"
 #include "record/perfetto/proto_encoder.h"
 #include "schema/field_values.h"
 
 namespace udiag::record {
 namespace {
 
-using perfetto::EncodeDebugAnnotation;
+using perfetto::Annotate;
 using perfetto::ProtoMessage;
+using perfetto::TimedPacket;
+using perfetto::Unsigned;
+namespace clock = perfetto::clock;
+namespace event = perfetto::event;
+namespace packet = perfetto::packet;
+namespace track = perfetto::track;
 
-// Field numbers from the vendored upstream protos (protos/perfetto/trace/).
-namespace trace {
-constexpr uint32_t kPacket = 1;
-}
-namespace packet {
-constexpr uint32_t kClockSnapshot = 6;
-constexpr uint32_t kTimestamp = 8;
-constexpr uint32_t kSequenceId = 10;  // trusted_packet_sequence_id
-constexpr uint32_t kTrackEvent = 11;
-constexpr uint32_t kSequenceFlags = 13;
-constexpr uint32_t kPreviousPacketDropped = 42;
-constexpr uint32_t kTimestampClockId = 58;
-constexpr uint32_t kTrackDescriptor = 60;
-constexpr uint32_t kFirstPacketOnSequence = 87;
-constexpr uint64_t kIncrementalStateCleared = 1;
-}  // namespace packet
-namespace clock {
-constexpr uint32_t kClocks = 1;
-constexpr uint32_t kPrimaryTraceClock = 2;
-constexpr uint32_t kClockId = 1;
-constexpr uint32_t kClockTimestamp = 2;
-constexpr uint64_t kMonotonic = 3;
-constexpr uint64_t kBoottime = 6;
-}  // namespace clock
-namespace track {
-constexpr uint32_t kUuid = 1;
-constexpr uint32_t kProcess = 3;
-constexpr uint32_t kThread = 4;
-constexpr uint32_t kParentUuid = 5;
-constexpr uint32_t kPid = 1;          // ProcessDescriptor and ThreadDescriptor
-constexpr uint32_t kTid = 2;          // ThreadDescriptor
-constexpr uint32_t kThreadName = 5;   // ThreadDescriptor
-constexpr uint32_t kProcessName = 6;  // ProcessDescriptor
-}  // namespace track
-namespace event {
-constexpr uint32_t kDebugAnnotations = 4;
-constexpr uint32_t kType = 9;
-constexpr uint32_t kTrackUuid = 11;
-constexpr uint32_t kCategories = 22;
-constexpr uint32_t kName = 23;
-constexpr uint64_t kInstant = 3;
-}  // namespace event
-
-// Our single writer sequence.
-constexpr uint64_t kSequenceId = 1;
 // Packets are written in chunks of about this size.
 constexpr size_t kFlushBytes = 256 * 1024;
 
@@ -71,14 +33,6 @@ uint64_t ReadClock(clockid_t id) {
   timespec ts{};
   clock_gettime(id, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-schema::TypedValue Unsigned(std::string name, uint64_t value) {
-  schema::TypedValue out;
-  out.name = std::move(name);
-  out.kind = schema::ValueKind::kUnsigned;
-  out.bits = value;
-  return out;
 }
 
 class PerfettoWriter final : public TraceWriter {
@@ -100,7 +54,9 @@ class PerfettoWriter final : public TraceWriter {
     Emit(&packet);
   }
 
-  void AddEventType(const EventType& type) override { types_[type.id] = type; }
+  void AddEventType(const EventType& type) override {
+    types_[type.id] = {type, perfetto::IntegerEventPlan::For(type)};
+  }
 
   void AddTask(const Task& task) override {
     tasks_.insert_or_assign(task.tid, task);
@@ -113,39 +69,12 @@ class PerfettoWriter final : public TraceWriter {
     if (!process_tracks_.count(record.pid)) EmitProcessTrack(record.pid);
     if (!thread_tracks_.count(record.tid)) EmitThreadTrack(record.pid, record.tid);
     last_timestamp_ = record.timestamp;
-
-    ProtoMessage track_event;
-    track_event.Varint(event::kType, event::kInstant);
-    track_event.Varint(event::kTrackUuid, kThreadTrackBase + record.tid);
     auto type = types_.find(record.event_id);
-    if (type != types_.end()) {
-      schema::DecodedEvent decoded =
-          schema::DecodeFields(type->second.name, type->second.fields, record.data);
-      track_event.Bytes(event::kCategories, type->second.system);
-      track_event.Bytes(event::kName, decoded.name);
-      for (const schema::TypedValue& value : decoded.values) Annotate(&track_event, value);
-      if (!decoded.meta.empty()) {
-        schema::TypedValue meta;
-        meta.name = "meta";
-        meta.kind = schema::ValueKind::kStruct;
-        meta.items = std::move(decoded.meta);
-        Annotate(&track_event, meta);
-      }
-    } else {
-      // A record whose type was never announced: keep its bytes visible.
-      schema::TypedValue raw;
-      raw.name = "raw";
-      raw.kind = schema::ValueKind::kBytes;
-      raw.bytes.assign(record.data.begin(), record.data.end());
-      track_event.Bytes(event::kCategories, "unknown");
-      track_event.Bytes(event::kName, "event " + std::to_string(record.event_id));
-      Annotate(&track_event, raw);
+    if (type != types_.end() && type->second.plan && type->second.plan->Append(record, &buffer_)) {
+      if (buffer_.size() >= kFlushBytes) Flush();
+      return;
     }
-    if (record.lost_before > 0) Annotate(&track_event, Unsigned("lost_events_before", record.lost_before));
-
-    ProtoMessage packet = TimedPacket(record.timestamp);
-    packet.Message(packet::kTrackEvent, track_event);
-    if (record.lost_before > 0) packet.Varint(packet::kPreviousPacketDropped, 1);
+    ProtoMessage packet = perfetto::EventPacket(type == types_.end() ? nullptr : &type->second.type, record);
     Emit(&packet);
   }
 
@@ -172,17 +101,6 @@ class PerfettoWriter final : public TraceWriter {
   }
 
  private:
-  static void Annotate(ProtoMessage* track_event, const schema::TypedValue& value) {
-    track_event->Message(event::kDebugAnnotations, EncodeDebugAnnotation(value));
-  }
-
-  static ProtoMessage TimedPacket(uint64_t timestamp) {
-    ProtoMessage packet;
-    packet.Varint(packet::kTimestamp, timestamp);
-    packet.Varint(packet::kTimestampClockId, clock::kMonotonic);
-    return packet;
-  }
-
   // The comm of `tid`, or "" when AddTask never named it.
   std::string_view Comm(uint32_t tid) const {
     auto task = tasks_.find(tid);
@@ -219,12 +137,8 @@ class PerfettoWriter final : public TraceWriter {
     Emit(&packet);
   }
 
-  // Appends `packet` (plus our sequence id) as one Trace.packet entry.
   void Emit(ProtoMessage* packet) {
-    packet->Varint(packet::kSequenceId, kSequenceId);
-    ProtoMessage framed;
-    framed.Message(trace::kPacket, *packet);
-    buffer_ += framed.bytes();
+    perfetto::AppendFramed(packet, &buffer_);
     if (buffer_.size() >= kFlushBytes) Flush();
   }
 
@@ -245,7 +159,11 @@ class PerfettoWriter final : public TraceWriter {
   base::ScopedFd fd_;
   std::string buffer_;
   int error_ = 0;
-  std::unordered_map<uint32_t, EventType> types_;
+  struct TypeAndPlan {
+    EventType type;
+    std::unique_ptr<perfetto::IntegerEventPlan> plan;  // null: EventPacket
+  };
+  std::unordered_map<uint32_t, TypeAndPlan> types_;
   std::unordered_map<uint32_t, Task> tasks_;  // by tid
   std::unordered_set<uint32_t> process_tracks_;
   std::unordered_set<uint32_t> thread_tracks_;

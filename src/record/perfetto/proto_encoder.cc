@@ -5,11 +5,8 @@
 namespace udiag::record::perfetto {
 
 void ProtoMessage::RawVarint(uint64_t value) {
-  while (value >= 0x80) {
-    bytes_.push_back(static_cast<char>(0x80 | (value & 0x7f)));
-    value >>= 7;
-  }
-  bytes_.push_back(static_cast<char>(value));
+  char encoded[10];
+  bytes_.append(encoded, PutVarint(encoded, value));
 }
 
 void ProtoMessage::Varint(uint32_t field, uint64_t value) {

@@ -3,11 +3,32 @@
 // Messages are built bottom-up: encode a child, then append it to its parent.
 #pragma once
 
+#include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace udiag::record::perfetto {
+
+// The wire format's pieces, for encoders that size a message before they
+// write it (IntegerEventPlan).
+constexpr uint32_t kWireVarint = 0;
+constexpr uint32_t kWireLength = 2;
+constexpr size_t VarintSize(uint64_t value) {
+  // 7 bits a byte, at least one byte.
+  return (static_cast<size_t>(std::bit_width(value | 1)) + 6) / 7;
+}
+constexpr uint64_t KeyOf(uint32_t field, uint32_t wire_type) { return uint64_t{field} << 3 | wire_type; }
+// Writes `value` at `at`; returns the end.
+inline char* PutVarint(char* at, uint64_t value) {
+  while (value >= 0x80) {
+    *at++ = static_cast<char>(0x80 | (value & 0x7f));
+    value >>= 7;
+  }
+  *at++ = static_cast<char>(value);
+  return at;
+}
 
 class ProtoMessage {
  public:
@@ -26,7 +47,7 @@ class ProtoMessage {
   bool empty() const { return bytes_.empty(); }
 
  private:
-  void Key(uint32_t field, uint32_t wire_type) { RawVarint(uint64_t{field} << 3 | wire_type); }
+  void Key(uint32_t field, uint32_t wire_type) { RawVarint(KeyOf(field, wire_type)); }
   void RawVarint(uint64_t value);
 
   std::string bytes_;

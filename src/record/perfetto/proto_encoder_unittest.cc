@@ -40,6 +40,17 @@ TEST(ProtoEncoderTest, Varints) {
   EXPECT_EQ(VarintField(58, 3), "d0 03 03");
 }
 
+TEST(ProtoEncoderTest, VarintSizeIsWhatPutVarintWrites) {
+  for (int bit = 0; bit < 64; ++bit) {
+    for (uint64_t value : {uint64_t{1} << bit, (uint64_t{1} << bit) - 1, (uint64_t{1} << bit) + 1}) {
+      char bytes[10];
+      EXPECT_EQ(VarintSize(value), static_cast<size_t>(PutVarint(bytes, value) - bytes)) << value;
+    }
+  }
+  EXPECT_EQ(VarintSize(0), 1u);
+  EXPECT_EQ(VarintSize(UINT64_MAX), 10u);
+}
+
 TEST(ProtoEncoderTest, NegativeInt64TakesTenBytes) {
   ProtoMessage m;
   m.Int64(4, -1);
