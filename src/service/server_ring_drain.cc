@@ -222,9 +222,9 @@ bool Server::OnlyConsumerIsAFullRecorder() const {
   return false;
 }
 
-// Which instances hold their events back (blocking_timeout_ms), and how
-// long the producers' rings let a writer wait for room: the longest of
-// their timeouts, or 0 when none holds back.
+// Which instances hold their events back (blocking_timeout_ms, and a lone
+// recording's buffer), and how long the producers' rings let a writer wait
+// for room: the longest of the timeouts, or 0 when none holds back.
 void Server::UpdateHoldBack() {
   const uint64_t now = base::MonotonicNs();
   holding_back_.clear();
@@ -236,6 +236,18 @@ void Server::UpdateHoldBack() {
   };
   consider(instances_->top());
   for (auto& [_, instance] : instances_->named()) consider(*instance);
+  // A recording whose records wait in its buffer (Perfetto's, export's) and
+  // that alone takes events in bounds the rounds by its buffer's room too,
+  // without making writers wait: what does not fit stays in the rings
+  // rather than be drained and copied only to be dropped in the buffer.
+  for (const auto& [_, conn] : connections_) {
+    Instance* instance = conn->record_stream ? conn->record_stream->instance() : nullptr;
+    if (!instance || instance->taker() || instance->buffer().overwrite() || instance->HasSoftMode() ||
+        !instances_->OnlyOneTakesEventsIn(*instance) || std::ranges::count(holding_back_, instance) != 0) {
+      continue;
+    }
+    holding_back_.push_back(instance);
+  }
   if (wait_ms != writer_wait_ms_) {
     writer_wait_ms_ = wait_ms;
     for (RingSource& src : rings_) src.reader->SetWriterWait(wait_ms);
@@ -246,8 +258,9 @@ void Server::UpdateHoldBack() {
 }
 
 // Records this round may still take from a ring: kRoundRecords, or fewer
-// when a holding-back instance has room for fewer (counting the drained
-// records not delivered yet), so that none of them is dropped there.
+// when an instance that holds rounds back (UpdateHoldBack) has room for
+// fewer (counting the drained records not delivered yet), so that none of
+// them is dropped there.
 size_t Server::RecordsThatFit() const {
   size_t room = kRoundRecords + drained_.size();
   for (const Instance* instance : holding_back_) room = std::min(room, instance->RoomFor(kMaxRecordBytes));
