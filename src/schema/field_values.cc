@@ -38,32 +38,12 @@ TypedValue FromBytes(std::span<const uint8_t> bytes, bool is_string) {
 }
 
 TypedValue FromInteger(std::span<const uint8_t> bytes, bool is_signed) {
-  uint64_t bits = 0;
-  switch (bytes.size()) {
-    case 1:
-      bits = is_signed ? static_cast<uint64_t>(int64_t{static_cast<int8_t>(bytes[0])}) : bytes[0];
-      break;
-    case 2: {
-      uint16_t u;
-      std::memcpy(&u, bytes.data(), sizeof(u));
-      bits = is_signed ? static_cast<uint64_t>(int64_t{static_cast<int16_t>(u)}) : u;
-      break;
-    }
-    case 4: {
-      uint32_t u;
-      std::memcpy(&u, bytes.data(), sizeof(u));
-      bits = is_signed ? static_cast<uint64_t>(int64_t{static_cast<int32_t>(u)}) : u;
-      break;
-    }
-    case 8:
-      std::memcpy(&bits, bytes.data(), sizeof(bits));
-      break;
-    default:
-      return Invalid("<INVALID-SIZE>");
+  if (bytes.size() != 1 && bytes.size() != 2 && bytes.size() != 4 && bytes.size() != 8) {
+    return Invalid("<INVALID-SIZE>");
   }
   TypedValue value;
   value.kind = is_signed ? ValueKind::kSigned : ValueKind::kUnsigned;
-  value.bits = bits;
+  value.bits = IntegerBits(bytes.data(), bytes.size(), is_signed);
   return value;
 }
 

@@ -8,7 +8,9 @@
 // cannot be decoded becomes a kInvalid value saying why.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <string>
@@ -60,6 +62,30 @@ struct DecodedEvent {
   // activity ids — only those that are set). Empty for plain user events.
   std::vector<TypedValue> meta;
 };
+
+// The integer in `bytes` (1, 2, 4 or 8 of them, little-endian), signed ones
+// sign-extended to 64 bits.
+inline uint64_t IntegerBits(const uint8_t* bytes, size_t size, bool is_signed) {
+  switch (size) {
+    case 1:
+      return is_signed ? static_cast<uint64_t>(int64_t{static_cast<int8_t>(bytes[0])}) : bytes[0];
+    case 2: {
+      uint16_t u;
+      std::memcpy(&u, bytes, sizeof(u));
+      return is_signed ? static_cast<uint64_t>(int64_t{static_cast<int16_t>(u)}) : u;
+    }
+    case 4: {
+      uint32_t u;
+      std::memcpy(&u, bytes, sizeof(u));
+      return is_signed ? static_cast<uint64_t>(int64_t{static_cast<int32_t>(u)}) : u;
+    }
+    default: {
+      uint64_t u;
+      std::memcpy(&u, bytes, sizeof(u));
+      return u;
+    }
+  }
+}
 
 // Decodes every field of `record` (common header + payload) of the tracepoint
 // `tp_name` whose format is `fields`.

@@ -97,29 +97,6 @@ std::unique_ptr<IntegerEventPlan> IntegerEventPlan::For(const EventType& type) {
 
 namespace {
 
-// A field's value as its annotation's varint holds it: signed ones sign-extended.
-uint64_t IntegerAt(const uint8_t* at, uint32_t size, bool is_signed) {
-  switch (size) {
-    case 1:
-      return is_signed ? static_cast<uint64_t>(int64_t{static_cast<int8_t>(*at)}) : *at;
-    case 2: {
-      uint16_t u;
-      std::memcpy(&u, at, sizeof(u));
-      return is_signed ? static_cast<uint64_t>(int64_t{static_cast<int16_t>(u)}) : u;
-    }
-    case 4: {
-      uint32_t u;
-      std::memcpy(&u, at, sizeof(u));
-      return is_signed ? static_cast<uint64_t>(int64_t{static_cast<int32_t>(u)}) : u;
-    }
-    default: {
-      uint64_t u;
-      std::memcpy(&u, at, sizeof(u));
-      return u;
-    }
-  }
-}
-
 // A key and a varint value, sized or written.
 constexpr size_t VarintEntrySize(uint32_t field, uint64_t value) {
   return VarintSize(KeyOf(field, kWireVarint)) + VarintSize(value);
@@ -148,7 +125,7 @@ bool IntegerEventPlan::Append(const Record& record, std::string* out) const {
   size_t annotations = 0;
   for (const FieldPlan& field : fields_) {
     const size_t bytes =
-        field.head.size() + VarintSize(IntegerAt(data + field.offset, field.size, field.is_signed));
+        field.head.size() + VarintSize(schema::IntegerBits(data + field.offset, field.size, field.is_signed));
     annotations += LengthHeadSize(event::kDebugAnnotations, bytes) + bytes;
   }
   const uint64_t track = kThreadTrackBase + record.tid;
@@ -172,7 +149,7 @@ bool IntegerEventPlan::Append(const Record& record, std::string* out) const {
   at = PutVarintEntry(at, event::kTrackUuid, track);
   at = PutBytes(at, category_and_name_);
   for (const FieldPlan& field : fields_) {
-    const uint64_t value = IntegerAt(data + field.offset, field.size, field.is_signed);
+    const uint64_t value = schema::IntegerBits(data + field.offset, field.size, field.is_signed);
     at = PutLengthHead(at, event::kDebugAnnotations, field.head.size() + VarintSize(value));
     at = PutVarint(PutBytes(at, field.head), value);
   }
