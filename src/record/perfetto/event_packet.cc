@@ -90,7 +90,7 @@ std::unique_ptr<IntegerEventPlan> IntegerEventPlan::For(const EventType& type) {
     std::string head = EncodeDebugAnnotation(zero).bytes();
     head.pop_back();
     plan->fields_.push_back({field.offset, field.size, field.is_signed, std::move(head)});
-    plan->record_bytes_ = std::max(plan->record_bytes_, field.offset + field.size);
+    plan->record_bytes_ = std::max(plan->record_bytes_, uint64_t{field.offset} + field.size);
   }
   return plan;
 }

@@ -49,7 +49,7 @@ class IntegerEventPlan {
     std::string head;
   };
   std::string category_and_name_;  // the TrackEvent's entries after its track
-  uint32_t record_bytes_ = 0;      // that a record must have
+  uint64_t record_bytes_ = 0;      // that a record must have
   std::vector<FieldPlan> fields_;
 };
 
