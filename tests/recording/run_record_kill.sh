@@ -100,16 +100,18 @@ echo "Perfetto after kill -9: $pf events"
 # 3. A stopped recorder (SIGSTOP, a debugger) costs its trace.dat nothing:
 # the daemon writes the pages into the file itself, and only the counting
 # waits, in the stream ring. Into a pipe, whose pages the recorder must
-# take, the same recording loses what its 64 KiB buffer and the 8 MiB stream
-# ring and pool do not hold (2000000 events are 40 MB of pages).
-record_stopped() {  # OUTPUT: the recording, stopped while 2000000 events are written
+# take, the same recording loses what its 64 KiB buffer, the 8 MiB stream
+# ring, its 16 MiB pool and the producer's ring (16 MiB at most) do not
+# hold: 3000000 events are 60 MB of pages.
+N=3000000
+record_stopped() {  # OUTPUT: the recording, stopped while N events are written
   "$UDIAG" record --size 64 -e counted -o "$1" 2>"$T/record.err" & R=$!
   # Stopped once its stream is open (it maps the stream's memfd).
   i=0; until ls -l /proc/$R/fd 2>/dev/null | grep -q udiag-stream; do
     i=$((i+1)); [ $i -lt 200 ] || fail "the recording did not open its stream"; sleep 0.05
   done
   kill -STOP $R
-  "$BIN_DIR/counting_producer" 2000000 1000 || fail "the producer failed"
+  "$BIN_DIR/counting_producer" $N 1000 || fail "the producer failed"
   kill -CONT $R
   sleep 0.5
   kill -INT $R; wait $R || { cat "$T/record.err"; fail "the stopped recording failed"; }
@@ -118,7 +120,7 @@ record_stopped() {  # OUTPUT: the recording, stopped while 2000000 events are wr
 lost_in() { sed -n 's/^udiag record: .* \([0-9]*\) lost ->.*/\1/p' "$T/record.err"; }
 record_stopped "$T/stopped.dat"
 [ "$(lost_in)" = 0 ] || fail "a stopped recording into a file lost events"
-[ "$(count_events "$T/stopped.dat")" = 2000000 ] || fail "the file has not all 2000000 events"
+[ "$(count_events "$T/stopped.dat")" = $N ] || fail "the file has not all $N events"
 mkfifo "$T/pipe"
 cat "$T/pipe" >"$T/piped.dat" & C=$!
 record_stopped "$T/pipe"
