@@ -153,9 +153,11 @@ class RingReader {
         // An old snapshot of head may be inside the page: look again.
         if (head_ - tail_ < kRingPageSize && !LoadHead()) break;
         if (head_ - tail_ >= kRingPageSize && PageTime(tail_) > before) break;
+        // Read once: the producer may change it between two reads.
+        const uint64_t next_time =
+            head_ - tail_ > kRingPageSize ? PageTime(tail_ + kRingPageSize) : UINT64_MAX;
         if (head_ - tail_ >= kRingPageSize &&
-            (before == UINT64_MAX ||
-             (head_ - tail_ > kRingPageSize && PageTime(tail_ + kRingPageSize) <= before))) {
+            (before == UINT64_MAX || (next_time != UINT64_MAX && next_time <= before))) {
           // The next closed page comes in while this one is copied and
           // checked: its lines are in the producer's cache.
           if (head_ - tail_ >= 2 * kRingPageSize) {
@@ -164,8 +166,6 @@ class RingReader {
           }
           PageHeader header;
           std::memcpy(&header, data_ + (tail_ & mask_), sizeof(header));
-          const uint64_t next_time =
-              head_ - tail_ > kRingPageSize ? PageTime(tail_ + kRingPageSize) : UINT64_MAX;
           page_sink(PageHead{static_cast<uint16_t>(header.commit >> 32), header.timestamp, next_time},
                     PayloadSource(data_ + (tail_ & mask_), kRingPageSize));
           tail_ += kRingPageSize;
