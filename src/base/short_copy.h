@@ -13,7 +13,7 @@ namespace udiag::base {
 namespace internal {
 // The first and the last kBytes of [source, source + size), kBytes <= size <= 2 * kBytes.
 template <size_t kBytes>
-inline void CopyEnds(uint8_t* destination, const uint8_t* source, size_t size) {
+[[gnu::always_inline]] inline void CopyEnds(uint8_t* destination, const uint8_t* source, size_t size) {
   std::memcpy(destination, source, kBytes);
   std::memcpy(destination + size - kBytes, source + size - kBytes, kBytes);
 }
@@ -22,7 +22,7 @@ inline void CopyEnds(uint8_t* destination, const uint8_t* source, size_t size) {
 // Writes exactly `size` bytes. Some bytes may be read twice (the moves
 // overlap): memory another process may change is checked in the copy, never
 // in the source, as with memcpy.
-inline void CopyShort(uint8_t* destination, const uint8_t* source, size_t size) {
+[[gnu::always_inline]] inline void CopyShort(uint8_t* destination, const uint8_t* source, size_t size) {
   if (size > 64) {
     std::memcpy(destination, source, size);
   } else if (size >= 32) {

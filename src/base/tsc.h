@@ -16,7 +16,7 @@ namespace udiag::base {
 
 // The CPU this thread runs on: one load from the rseq area the kernel keeps
 // current for glibc; sched_getcpu() where rseq is not registered.
-inline uint32_t CurrentCpu() {
+[[gnu::always_inline]] inline uint32_t CurrentCpu() {
   if (__rseq_size == 0) [[unlikely]] return static_cast<uint32_t>(sched_getcpu());
   auto* area = reinterpret_cast<const volatile rseq*>(static_cast<const char*>(__builtin_thread_pointer()) +
                                                       __rseq_offset);
@@ -26,7 +26,7 @@ inline uint32_t CurrentCpu() {
 // Reads the TSC and the CPU. rdtsc plus the rseq CPU, not rdtscp: on this
 // kind of VM rdtscp costs ~10 ns more, and a timestamp may run a few
 // instructions ahead of the event it stamps without harm.
-inline uint64_t ReadTsc(uint32_t* cpu) {
+[[gnu::always_inline]] inline uint64_t ReadTsc(uint32_t* cpu) {
   *cpu = CurrentCpu();
   return __rdtsc();
 }

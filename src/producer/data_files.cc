@@ -50,6 +50,7 @@ void DataFileTable::Put(int fd, DataFileMirror* mirror) {
     far_[fd] = mirror;
   }
   if (old) retired_.emplace_back(old);
+  generation_.fetch_add(1, std::memory_order_release);
 }
 
 DataFileMirror* DataFileTable::FindOrAdd(int fd, uint32_t epoch) {
@@ -78,6 +79,7 @@ void DataFileTable::Remove(int fd) {
     old = it->second;
     far_.erase(it);
   }
+  generation_.fetch_add(1, std::memory_order_release);
   delete old;
 }
 

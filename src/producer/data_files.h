@@ -69,6 +69,12 @@ class DataFileMirror {
 
 class DataFileTable {
  public:
+  // Changes whenever a descriptor's mirror is put in or taken out: a write
+  // path that remembered what (fd, index) meant knows it still does while
+  // this has not moved (removed mirrors are freed, so their addresses alone
+  // could be reused by the next file).
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+
   DataFileMirror* Find(int fd) const {
     if (fd >= 0 && fd < kDirect) return direct_[fd].load(std::memory_order_acquire);
     return FindSlow(fd);
@@ -91,6 +97,7 @@ class DataFileTable {
   void Put(int fd, DataFileMirror* mirror);  // under mu_; retires the old one
 
   mutable std::mutex mu_;
+  std::atomic<uint64_t> generation_{0};
   std::atomic<DataFileMirror*> direct_[kDirect] = {};
   std::unordered_map<int, DataFileMirror*> far_;  // fds >= kDirect
   std::vector<std::unique_ptr<DataFileMirror>> retired_;

@@ -142,6 +142,7 @@ bool RenewThreadRing() {
   }
   t_ring.retry_after_ns = 0;
   UseRing(m);
+  t_ring.last_event = LastEvent();
   t_ring.generation = generation;
   t_ring.epoch = epoch;
   t_ring.owner = getpid();

@@ -16,6 +16,21 @@
 
 namespace udiag::producer {
 
+// What the thread's last write through the general path found its event to
+// be, so that writing the same event again skips the lookups
+// (write_path.cc). It holds only copies, and is valid while the data file
+// table's generation is the one it was filled under; a new ring (fork,
+// reconnect: both bump the ring generation after every other change) starts
+// it afresh.
+struct LastEvent {
+  uint64_t files_generation = UINT64_MAX;  // none: the table never gets there
+  const uint8_t* status = nullptr;         // the event's byte in the status page
+  int fd = -1;
+  int32_t index = -1;  // -1: nothing remembered
+  uint32_t id = 0;
+  uint32_t min_size = 0;
+};
+
 // Plain data with constant initialisation, in the initial-exec TLS model:
 // the write path reaches it with one %fs-relative access, no __tls_get_addr
 // and no lazy-init wrapper. Thread exit is handled by a pthread key.
@@ -31,6 +46,7 @@ struct ThreadRing {
   uint64_t retry_after_ns = 0;
   // Likewise for a larger ring after one could not be made or was refused.
   uint64_t grow_after_ns = 0;
+  LastEvent last_event;
 };
 
 extern constinit thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));

@@ -72,9 +72,12 @@ namespace {
   }
 }
 
-[[gnu::cold, gnu::noinline]] void Wake() {
+// Pokes the daemon and returns `written`: a tail call keeps the write
+// paths free of calls that return to them.
+[[gnu::cold, gnu::noinline]] ssize_t WakeAndReturn(ssize_t written) {
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = write(g_fast.wake_fd.load(std::memory_order_relaxed), &one, sizeof(one));
+  return written;
 }
 
 // The total length of the iovecs, or -1 with errno set as writev sets it.
@@ -88,7 +91,27 @@ namespace {
   return static_cast<ssize_t>(total);
 }
 
-ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
+// Reserves `payload` bytes for an event in the thread's ring, opening a
+// page there, or in a larger ring when this one is full (the thread outran
+// the daemon). nullptr when the event is dropped, counted lost: a full ring
+// that cannot grow, or a record too big for the trace, whose write still
+// succeeds, as in the kernel.
+[[gnu::noinline]] uint8_t* ReserveGrowing(ring::RingWriter* ring, size_t payload, uint32_t id, uint32_t cpu,
+                                          uint64_t ts) {
+  const auto len = static_cast<uint32_t>(std::min<size_t>(payload, UINT32_MAX));
+  uint8_t* dst = ring->ReserveUnlessFull(len, static_cast<uint16_t>(id), static_cast<uint16_t>(cpu), ts);
+  if (dst) [[likely]]
+    return dst;
+  if (!ring->TakeOverflow()) return nullptr;  // too large, counted lost
+  if (GrowThreadRing())
+    dst = ring->ReserveUnlessFull(len, static_cast<uint16_t>(id), static_cast<uint16_t>(cpu), ts);
+  if (!dst) ring->CountLost();
+  return dst;
+}
+
+// Every write the fast path below does not take: all of the kernel's
+// checks, and the lookups of what (fd, index) is.
+[[gnu::noinline]] ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
   // The usual shapes, [index][payload] and [index+payload], are sized
   // without a loop.
   const bool index_apart = cnt == 2 && iov[0].iov_len == sizeof(int32_t) && iov[1].iov_len <= SSIZE_MAX - sizeof(int32_t);
@@ -107,7 +130,9 @@ ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
   if (index < 0) return Fail(EINVAL);
 
   // The file's epoch first: slots of a file from a daemon that went away
-  // hold that daemon's ids.
+  // hold that daemon's ids. The table's generation before the lookup, so a
+  // file closed meanwhile is not remembered as current.
+  const uint64_t files_generation = DataFiles().generation();
   DataFileMirror* file = DataFiles().Find(fd);
   if (file && file->epoch() != g_fast.epoch.load(std::memory_order_acquire)) return Refuse();
   const EventSlot* slot = file ? file->Find(index) : nullptr;
@@ -131,23 +156,20 @@ ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
   uint64_t ts;
   if (g_fast.clock.load(std::memory_order_relaxed) == static_cast<uint32_t>(ring::ClockDomain::kTsc)) {
     ts = base::ReadTsc(&cpu);
+    if (slot->locs.empty()) {
+      t_ring.last_event = {files_generation,
+                           g_fast.status_page.load(std::memory_order_relaxed) + slot_index,
+                           fd,
+                           index,
+                           slot->id,
+                           slot->min_size};
+    }
   } else {
     ts = base::MonotonicNs();
     cpu = base::CurrentCpu();
   }
-  // A record too big for the trace is dropped but the write succeeds, as in
-  // the kernel; the ring counts it lost, so readers are told.
-  uint8_t* dst = ring->ReserveUnlessFull(payload, slot->id, cpu, ts);
-  if (!dst) [[unlikely]] {
-    if (!ring->TakeOverflow()) return total;  // too large, counted lost
-    // The thread outran the daemon: it moves to a larger ring, which takes
-    // this write.
-    if (GrowThreadRing()) dst = ring->ReserveUnlessFull(payload, slot->id, cpu, ts);
-    if (!dst) {
-      ring->CountLost();
-      return total;
-    }
-  }
+  uint8_t* dst = ReserveGrowing(ring, payload, slot->id, cpu, ts);
+  if (!dst) return total;
   // The usual shapes, [index][payload] and [index+payload], copy directly,
   // in a few fixed-size moves for the usual short payloads.
   if (index_apart) {
@@ -165,18 +187,54 @@ ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
     ring->Abandon();
     return Fail(EFAULT);
   }
-  if (ring->Commit()) Wake();
-  return total;
+  return ring->Commit() ? WakeAndReturn(length) : length;
+}
+
+// The common write: the event this thread wrote last, in one of the usual
+// shapes, [index][payload] or [index+payload], going into the open page of
+// its ring. Whatever else the kernel checks was checked when the event was
+// remembered and cannot have changed since (LastEvent); anything this does
+// not cover goes to WriteEvent.
+ssize_t WriteLastEvent(int fd, const iovec* iov, int cnt) {
+  const uint8_t* payload;
+  size_t payload_len;
+  if (cnt == 2 && iov[0].iov_len == sizeof(int32_t)) {
+    payload = static_cast<const uint8_t*>(iov[1].iov_base);
+    payload_len = iov[1].iov_len;
+  } else if (cnt == 1 && iov[0].iov_len >= sizeof(int32_t)) {
+    payload = static_cast<const uint8_t*>(iov[0].iov_base) + sizeof(int32_t);
+    payload_len = iov[0].iov_len - sizeof(int32_t);
+  } else {
+    return WriteEvent(fd, iov, cnt);
+  }
+  int32_t index;
+  std::memcpy(&index, iov[0].iov_base, sizeof(index));
+  const LastEvent& last = t_ring.last_event;
+  if (index != last.index || fd != last.fd || last.files_generation != DataFiles().generation() ||
+      t_ring.generation != g_fast.ring_generation.load(std::memory_order_relaxed) ||
+      payload_len < last.min_size || payload_len > ring::kMaxPayload || !*last.status) {
+    return WriteEvent(fd, iov, cnt);
+  }
+  uint32_t cpu;
+  const uint64_t ts = base::ReadTsc(&cpu);
+  const auto written = static_cast<ssize_t>(payload_len + sizeof(int32_t));
+  uint8_t* dst = t_ring.writer.ReserveInOpenPage(
+      static_cast<uint32_t>(payload_len), static_cast<uint16_t>(last.id), static_cast<uint16_t>(cpu), ts);
+  if (!dst) [[unlikely]] {
+    if (!(dst = ReserveGrowing(&t_ring.writer, payload_len, last.id, cpu, ts))) return written;
+  }
+  base::CopyShort(dst, payload, payload_len);
+  return t_ring.writer.Commit() ? WakeAndReturn(written) : written;
 }
 
 }  // namespace
 }  // namespace udiag::producer
 
 extern "C" ssize_t udiag_writev(int fd, const struct iovec* iov, int iovcnt) {
-  return udiag::producer::WriteEvent(fd, iov, iovcnt);
+  return udiag::producer::WriteLastEvent(fd, iov, iovcnt);
 }
 
 extern "C" ssize_t udiag_write(int fd, const void* buf, size_t count) {
   iovec iov{const_cast<void*>(buf), count};
-  return udiag::producer::WriteEvent(fd, &iov, 1);
+  return udiag::producer::WriteLastEvent(fd, &iov, 1);
 }

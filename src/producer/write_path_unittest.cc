@@ -1,13 +1,21 @@
 // The checks udiag_writev makes of its arguments before it looks at the
 // event: writev's own errors, in writev's order, with no daemon involved.
+// Then, with a daemon, the fast path that writes a thread's last event
+// again without looking it up: what it remembers must never outlive what
+// it stands for.
+#include <gtest/gtest.h>
 #include <limits.h>
 #include <sys/uio.h>
 
-#include <gtest/gtest.h>
-
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
 
+#include "consumer/consumer_client.h"
+#include "consumer/private_daemon.h"
 #include "udiag/udiag.h"
 
 namespace {
@@ -59,6 +67,165 @@ TEST(WritePathTest, ANegativeIndexIsEinvalWhereverItsBytesAre) {
   iovec split[3] = {{const_cast<uint8_t*>(bytes), 1}, {const_cast<uint8_t*>(bytes) + 1, 3}, {&payload, 8}};
   EXPECT_EQ(WriteV(split, 3), -1);
   EXPECT_EQ(errno, EINVAL);
+}
+
+// One daemon for all: the library connects once per process.
+class WritePathWithDaemonTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string error;
+    daemon_ = udiag::consumer::PrivateDaemon::Start(&error).release();
+    ASSERT_TRUE(daemon_) << error;
+    setenv("UDIAG_DIR", daemon_->dir().c_str(), 1);
+  }
+  static void TearDownTestSuite() {
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(daemon_);
+    auto consumer = udiag::consumer::ConsumerClient::Connect(daemon_->dir());
+    ASSERT_TRUE(consumer.ok());
+    consumer_.emplace(std::move(consumer).value());
+  }
+
+  // Registers `command` on `fd` and enables it; its write index.
+  int32_t RegisterEnabled(int fd, const std::string& command) {
+    user_reg reg{};
+    reg.size = sizeof(reg);
+    reg.enable_bit = next_enable_bit_++;  // one (address, bit) per registration
+    reg.enable_size = 4;
+    reg.enable_addr = reinterpret_cast<uintptr_t>(&enabled_word_);
+    reg.name_args = reinterpret_cast<uintptr_t>(command.c_str());
+    EXPECT_EQ(udiag_ioctl(fd, DIAG_IOCSREG, &reg), 0) << strerror(errno);
+    SetEnabled(command.substr(0, command.find(' ')), true);
+    return static_cast<int32_t>(reg.write_index);
+  }
+
+  void SetEnabled(const std::string& name, bool on) {
+    ASSERT_EQ(consumer_->Write("events/user_events/" + name + "/enable", on ? "1" : "0", false), 0);
+  }
+
+  // [index][payload] through udiag_writev.
+  template <typename T>
+  ssize_t WriteApart(int fd, int32_t index, T payload) {
+    iovec iov[2] = {{&index, sizeof(index)}, {&payload, sizeof(payload)}};
+    errno = 0;
+    return udiag_writev(fd, iov, 2);
+  }
+  // [index+payload] through udiag_write.
+  template <typename T>
+  ssize_t WriteTogether(int fd, int32_t index, T payload) {
+    struct __attribute__((packed)) {
+      int32_t index;
+      T payload;
+    } event{index, payload};
+    errno = 0;
+    return udiag_write(fd, &event, sizeof(event));
+  }
+
+  std::string Trace() {
+    auto trace = consumer_->Read("trace");
+    EXPECT_TRUE(trace.ok());
+    return trace.ok() ? *trace : "";
+  }
+
+  static inline udiag::consumer::PrivateDaemon* daemon_ = nullptr;
+  std::optional<udiag::consumer::ConsumerClient> consumer_;
+  // Enablers belong to the process, not to a file: each test's are new.
+  static inline uint32_t enabled_word_ = 0;
+  static inline uint8_t next_enable_bit_ = 0;
+};
+
+// A trace line's event and field, as `trace` prints an integer field.
+std::string Shown(const std::string& event, const std::string& field, uint64_t value) {
+  char hex[32];
+  snprintf(hex, sizeof(hex), "%llx", static_cast<unsigned long long>(value));
+  return event + ": " + field + "=0x" + hex + " (" + std::to_string(value) + ")\n";
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// A descriptor closed and opened again gets the same number, and the new
+// file's first event the same index: the write must be the new event's.
+TEST_F(WritePathWithDaemonTest, AReopenedFileIsNotTakenForTheOneItReplaced) {
+  const int first = udiag_open();
+  ASSERT_GE(first, 0) << strerror(errno);
+  const int32_t old_index = RegisterEnabled(first, "wp_old u32 a");
+  ASSERT_EQ(WriteApart<uint32_t>(first, old_index, 7), 8);
+  ASSERT_EQ(WriteApart<uint32_t>(first, old_index, 8), 8);
+  ASSERT_EQ(udiag_close(first), 0);
+
+  const int second = udiag_open();
+  ASSERT_EQ(second, first) << "the case needs the descriptor number reused";
+  const int32_t new_index = RegisterEnabled(second, "wp_new u64 b");
+  ASSERT_EQ(new_index, old_index) << "the case needs the write index reused";
+  ASSERT_EQ(WriteApart<uint64_t>(second, new_index, 9), 12);
+  ASSERT_EQ(WriteTogether<uint64_t>(second, new_index, 10), 12);
+
+  const std::string trace = Trace();
+  EXPECT_EQ(Count(trace, Shown("wp_old", "a", 7)), 1u) << trace;
+  EXPECT_EQ(Count(trace, Shown("wp_old", "a", 8)), 1u) << trace;
+  EXPECT_EQ(Count(trace, Shown("wp_new", "b", 9)), 1u) << trace;
+  EXPECT_EQ(Count(trace, Shown("wp_new", "b", 10)), 1u) << trace;
+  EXPECT_EQ(Count(trace, "wp_old"), 2u) << trace;
+  udiag_close(second);
+}
+
+TEST_F(WritePathWithDaemonTest, AnEventDisabledAfterItsWritesIsRefused) {
+  const int fd = udiag_open();
+  ASSERT_GE(fd, 0) << strerror(errno);
+  const int32_t index = RegisterEnabled(fd, "wp_toggled u32 a");
+  ASSERT_EQ(WriteApart<uint32_t>(fd, index, 1), 8);
+  ASSERT_EQ(WriteTogether<uint32_t>(fd, index, 2), 8);
+  SetEnabled("wp_toggled", false);
+  EXPECT_EQ(WriteApart<uint32_t>(fd, index, 3), -1);
+  EXPECT_EQ(errno, EBADF);
+  EXPECT_EQ(WriteTogether<uint32_t>(fd, index, 4), -1);
+  EXPECT_EQ(errno, EBADF);
+  SetEnabled("wp_toggled", true);
+  EXPECT_EQ(WriteApart<uint32_t>(fd, index, 5), 8);
+  const std::string trace = Trace();
+  EXPECT_EQ(Count(trace, "wp_toggled:"), 3u) << trace;
+  EXPECT_EQ(Count(trace, Shown("wp_toggled", "a", 3)), 0u) << trace;
+  udiag_close(fd);
+}
+
+TEST_F(WritePathWithDaemonTest, APayloadShorterThanItsEventIsEinvalAfterWritesOfIt) {
+  const int fd = udiag_open();
+  ASSERT_GE(fd, 0) << strerror(errno);
+  const int32_t index = RegisterEnabled(fd, "wp_sized u64 a");
+  ASSERT_EQ(WriteApart<uint64_t>(fd, index, 1), 12);
+  EXPECT_EQ(WriteApart<uint32_t>(fd, index, 2), -1);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(WriteTogether<uint32_t>(fd, index, 3), -1);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(WriteTogether<uint64_t>(fd, index, 4), 12);
+  const std::string trace = Trace();
+  EXPECT_EQ(Count(trace, "wp_sized:"), 2u) << trace;
+  udiag_close(fd);
+}
+
+TEST_F(WritePathWithDaemonTest, EventsWrittenInTurnKeepTheirOwnIds) {
+  const int fd = udiag_open();
+  ASSERT_GE(fd, 0) << strerror(errno);
+  const int32_t ping = RegisterEnabled(fd, "wp_ping u32 n");
+  const int32_t pong = RegisterEnabled(fd, "wp_pong u32 n");
+  for (uint32_t n = 0; n < 100; ++n) {
+    ASSERT_EQ(n % 3 ? WriteApart<uint32_t>(fd, n % 2 ? pong : ping, n)
+                    : WriteTogether<uint32_t>(fd, n % 2 ? pong : ping, n),
+              8);
+  }
+  const std::string trace = Trace();
+  for (uint32_t n = 0; n < 100; ++n) {
+    const std::string line = Shown(n % 2 ? "wp_pong" : "wp_ping", "n", n);
+    EXPECT_EQ(Count(trace, line), 1u) << line << trace;
+  }
+  udiag_close(fd);
 }
 
 }  // namespace

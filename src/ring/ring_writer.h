@@ -81,11 +81,21 @@ class RingWriter {
       CountLost();
       return nullptr;
     }
-    const uint32_t padded = (kCommonHeaderBytes + payload_len + 3) & ~3u;
-    const uint32_t event_bytes = padded + (padded <= kMaxSmallData ? 4 : 8);
+    if (uint8_t* at = ReserveInOpenPage(payload_len, type, cpu, timestamp)) [[likely]]
+      return at;
+    return ReserveInGeneral(payload_len, type, cpu, timestamp);
+  }
+
+  // The reservation of the common case, which calls nothing: an event on
+  // the open page's cpu that fits in it and needs no time extend. Otherwise
+  // nullptr, with nothing changed or counted. payload_len <= kMaxPayload.
+  [[gnu::always_inline]] uint8_t* ReserveInOpenPage(uint32_t payload_len, uint16_t type, uint16_t cpu,
+                                                    uint64_t timestamp) {
+    const uint32_t padded = PaddedData(payload_len);
+    const uint32_t event_bytes = EventBytes(padded);
     const uint64_t delta = timestamp - last_timestamp_;
     if (cpu != page_cpu_ || delta > kMaxTimeDelta || page_used_ + event_bytes > kPageRoom) [[unlikely]] {
-      return ReserveInGeneral(padded, event_bytes, type, cpu, timestamp);
+      return nullptr;
     }
     return PutEvent(0, padded, static_cast<uint32_t>(delta), type, timestamp);
   }
@@ -98,7 +108,7 @@ class RingWriter {
   // goes to sleep at the same moment can miss this event's wake-up: the
   // consumer must sleep with a timeout (a full fence here would cost more
   // than the rest of the write).
-  bool Commit() {
+  [[gnu::always_inline]] bool Commit() {
     page_used_ += reserved_;
     reserved_ = 0;
     last_timestamp_ = reserved_timestamp_;
@@ -128,9 +138,15 @@ class RingWriter {
  private:
   static constexpr uint32_t kNoPage = UINT32_MAX;  // page_cpu_ while no page is open
 
+  // The common header and payload rounded up to words, and with its event
+  // header the bytes the event takes in a page.
+  static uint32_t PaddedData(uint32_t payload_len) { return (kCommonHeaderBytes + payload_len + 3) & ~3u; }
+  static uint32_t EventBytes(uint32_t padded) { return padded + (padded <= kMaxSmallData ? 4 : 8); }
+
   // Writes the event's headers `extend_bytes` into the open page's free
   // part (after a time extend put there) and reserves it.
-  uint8_t* PutEvent(uint32_t extend_bytes, uint32_t padded, uint32_t delta, uint16_t type, uint64_t timestamp) {
+  [[gnu::always_inline]] uint8_t* PutEvent(uint32_t extend_bytes, uint32_t padded, uint32_t delta,
+                                           uint16_t type, uint64_t timestamp) {
     uint8_t* at = page_ + sizeof(PageHeader) + page_used_ + extend_bytes;
     uint32_t data_at = 4;
     if (padded <= kMaxSmallData) {
@@ -153,8 +169,10 @@ class RingWriter {
 
   // Reserve when the event needs a new page (another cpu, no room, none
   // open) or a time extend, or came with an earlier timestamp.
-  [[gnu::noinline]] uint8_t* ReserveInGeneral(uint32_t padded, uint32_t event_bytes, uint16_t type, uint16_t cpu,
-                                             uint64_t timestamp) {
+  [[gnu::noinline]] uint8_t* ReserveInGeneral(uint32_t payload_len, uint16_t type, uint16_t cpu,
+                                              uint64_t timestamp) {
+    const uint32_t padded = PaddedData(payload_len);
+    const uint32_t event_bytes = EventBytes(padded);
     // After a drop too: the next page must not start before the last event.
     if (timestamp < last_timestamp_) timestamp = last_timestamp_;
     uint64_t delta = timestamp - last_timestamp_;
