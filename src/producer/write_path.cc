@@ -144,11 +144,10 @@ namespace {
 
   size_t payload = total - sizeof(index);
   if (payload < slot->min_size) return Fail(EINVAL);
-  uint32_t slot_index = slot->id - g_fast.first_event_id.load(std::memory_order_relaxed);
-  if (slot_index >= g_fast.status_page_bytes.load(std::memory_order_relaxed) ||
-      !g_fast.status_page.load(std::memory_order_relaxed)[slot_index]) {
-    return Refuse();
-  }
+  const uint32_t slot_index = slot->id - g_fast.first_event_id.load(std::memory_order_relaxed);
+  if (slot_index >= g_fast.status_page_bytes.load(std::memory_order_relaxed)) return Refuse();
+  const uint8_t* status = g_fast.status_page.load(std::memory_order_relaxed) + slot_index;
+  if (!*status) return Refuse();
 
   ring::RingWriter* ring = CurrentThreadRing();
   if (!ring) return g_fast.connected.load(std::memory_order_relaxed) ? Fail(ENOMEM) : Refuse();
@@ -157,12 +156,7 @@ namespace {
   if (g_fast.clock.load(std::memory_order_relaxed) == static_cast<uint32_t>(ring::ClockDomain::kTsc)) {
     ts = base::ReadTsc(&cpu);
     if (slot->locs.empty()) {
-      t_ring.last_event = {files_generation,
-                           g_fast.status_page.load(std::memory_order_relaxed) + slot_index,
-                           fd,
-                           index,
-                           slot->id,
-                           slot->min_size};
+      t_ring.last_event = {files_generation, status, fd, index, slot->id, slot->min_size};
     }
   } else {
     ts = base::MonotonicNs();
