@@ -28,7 +28,7 @@ void Unmap(ring::RingMapping& m) {
 // Thread exit: tell the daemon this ring is finished. A ring from before a
 // fork belongs to the parent's thread and is left alone.
 void OnThreadExit(void*) {
-  if (t_ring.mapping.base && t_ring.generation == g_fast.ring_generation.load()) t_ring.writer.MarkClosed();
+  if (t_ring.mapping.base && t_ring.generation == g_fast.ring_generation.load()) ThreadWriter().MarkClosed();
   Unmap(t_ring.mapping);
   t_ring.generation = 0;
 }
@@ -116,8 +116,8 @@ ring::RingMapping HandOverNewRing(Client* client, uint32_t data_size, uint64_t l
 
 void UseRing(const ring::RingMapping& m) {
   t_ring.mapping = m;
-  t_ring.writer = ring::RingWriter();
-  t_ring.writer.Attach(m.base);
+  ThreadWriter() = ring::RingWriter();
+  ThreadWriter().Attach(m.base);
 }
 
 }  // namespace
@@ -132,7 +132,7 @@ bool RenewThreadRing() {
   // to a daemon that is gone. Either way this thread stops using it.
   const uint64_t lost = TakeDisconnectedLosses();
   Unmap(t_ring.mapping);
-  t_ring.writer = ring::RingWriter();
+  ThreadWriter() = ring::RingWriter();
   bool refused;
   ring::RingMapping m = HandOverNewRing(client, g_fast.ring_bytes.load(), lost, &refused);
   if (!m.base) {
@@ -151,7 +151,7 @@ bool RenewThreadRing() {
 }
 
 bool GrowThreadRing() {
-  const uint64_t size = t_ring.writer.data_size();
+  const uint64_t size = ThreadWriter().data_size();
   const uint64_t max = g_fast.ring_max_bytes.load(std::memory_order_relaxed);
   // A ring due to be renewed anyway (fork, reconnect) is left to that.
   if (size >= max || t_ring.generation != g_fast.ring_generation.load()) return false;
@@ -166,7 +166,7 @@ bool GrowThreadRing() {
     return false;
   }
   // The daemon drains what is left in the old ring before the new one.
-  t_ring.writer.MarkClosed();
+  ThreadWriter().MarkClosed();
   Unmap(t_ring.mapping);
   UseRing(m);
   return true;

@@ -212,13 +212,14 @@ ssize_t WriteLastEvent(int fd, const iovec* iov, int cnt) {
   uint32_t cpu;
   const uint64_t ts = base::ReadTsc(&cpu);
   const auto written = static_cast<ssize_t>(payload_len + sizeof(int32_t));
-  uint8_t* dst = t_ring.writer.ReserveInOpenPage(
+  ring::RingWriter& writer = ThreadWriter();
+  uint8_t* dst = writer.ReserveInOpenPage(
       static_cast<uint32_t>(payload_len), static_cast<uint16_t>(last.id), static_cast<uint16_t>(cpu), ts);
   if (!dst) [[unlikely]] {
-    if (!(dst = ReserveGrowing(&t_ring.writer, payload_len, last.id, cpu, ts))) return written;
+    if (!(dst = ReserveGrowing(&writer, payload_len, last.id, cpu, ts))) return written;
   }
   base::CopyShort(dst, payload, payload_len);
-  return t_ring.writer.Commit() ? WakeAndReturn(written) : written;
+  return writer.Commit() ? WakeAndReturn(written) : written;
 }
 
 }  // namespace
