@@ -18,10 +18,11 @@ namespace udiag::producer {
 
 // What the thread's last write through the general path found its event to
 // be, so that writing the same event again skips the lookups
-// (write_path.cc). It holds only copies, and is valid while the data file
-// table's generation is the one it was filled under; a new ring (fork,
-// reconnect: both bump the ring generation after every other change) starts
-// it afresh.
+// (write_path.cc). It holds copies, and a pointer into the status page
+// (which stays mapped, even once its daemon is gone), and is valid while
+// the data file table's generation is the one it was filled under; a new
+// ring (fork, reconnect: both bump the ring generation after every other
+// change) starts it afresh.
 struct LastEvent {
   uint64_t files_generation = UINT64_MAX;  // none: the table never gets there
   const uint8_t* status = nullptr;         // the event's byte in the status page

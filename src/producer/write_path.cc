@@ -72,8 +72,8 @@ namespace {
   }
 }
 
-// Pokes the daemon and returns `written`: a tail call keeps the write
-// paths free of calls that return to them.
+// Pokes the daemon, then returns `written`: a write path ends in a tail
+// call here.
 [[gnu::cold, gnu::noinline]] ssize_t WakeAndReturn(ssize_t written) {
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = write(g_fast.wake_fd.load(std::memory_order_relaxed), &one, sizeof(one));
@@ -96,16 +96,16 @@ namespace {
 // the daemon). nullptr when the event is dropped, counted lost: a full ring
 // that cannot grow, or a record too big for the trace, whose write still
 // succeeds, as in the kernel.
-[[gnu::noinline]] uint8_t* ReserveGrowing(ring::RingWriter* ring, size_t payload, uint32_t id, uint32_t cpu,
-                                          uint64_t ts) {
+[[gnu::noinline]] uint8_t* ReserveGrowing(size_t payload, uint32_t id, uint32_t cpu, uint64_t ts) {
+  ring::RingWriter& ring = ThreadWriter();  // GrowThreadRing keeps it, attached to the new ring
   const auto len = static_cast<uint32_t>(std::min<size_t>(payload, UINT32_MAX));
-  uint8_t* dst = ring->ReserveUnlessFull(len, static_cast<uint16_t>(id), static_cast<uint16_t>(cpu), ts);
+  uint8_t* dst = ring.ReserveUnlessFull(len, static_cast<uint16_t>(id), static_cast<uint16_t>(cpu), ts);
   if (dst) [[likely]]
     return dst;
-  if (!ring->TakeOverflow()) return nullptr;  // too large, counted lost
+  if (!ring.TakeOverflow()) return nullptr;  // too large, counted lost
   if (GrowThreadRing())
-    dst = ring->ReserveUnlessFull(len, static_cast<uint16_t>(id), static_cast<uint16_t>(cpu), ts);
-  if (!dst) ring->CountLost();
+    dst = ring.ReserveUnlessFull(len, static_cast<uint16_t>(id), static_cast<uint16_t>(cpu), ts);
+  if (!dst) ring.CountLost();
   return dst;
 }
 
@@ -162,7 +162,7 @@ namespace {
     ts = base::MonotonicNs();
     cpu = base::CurrentCpu();
   }
-  uint8_t* dst = ReserveGrowing(ring, payload, slot->id, cpu, ts);
+  uint8_t* dst = ReserveGrowing(payload, slot->id, cpu, ts);
   if (!dst) return total;
   // The usual shapes, [index][payload] and [index+payload], copy directly,
   // in a few fixed-size moves for the usual short payloads.
@@ -216,7 +216,7 @@ ssize_t WriteLastEvent(int fd, const iovec* iov, int cnt) {
   uint8_t* dst = writer.ReserveInOpenPage(
       static_cast<uint32_t>(payload_len), static_cast<uint16_t>(last.id), static_cast<uint16_t>(cpu), ts);
   if (!dst) [[unlikely]] {
-    if (!(dst = ReserveGrowing(&writer, payload_len, last.id, cpu, ts))) return written;
+    if (!(dst = ReserveGrowing(payload_len, last.id, cpu, ts))) return written;
   }
   base::CopyShort(dst, payload, payload_len);
   return writer.Commit() ? WakeAndReturn(written) : written;
