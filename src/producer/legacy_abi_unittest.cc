@@ -16,8 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "consumer/consumer_client.h"
-#include "consumer/private_daemon.h"
+#include "producer/daemon_test_fixture.h"
 #include "udiag/udiag.h"
 
 namespace {
@@ -34,34 +33,7 @@ struct UserRegV1 {
 bool ByteModel(const volatile uint8_t* page, uint32_t n) { return page[n] != 0; }
 bool BitModel(const volatile uint8_t* page, uint32_t n) { return page[n >> 3] & (1 << (n & 7)); }
 
-// One daemon for the suite: the process's libudiag connection is made once
-// and lives as long as the process.
-class LegacyAbiTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    std::string error;
-    daemon_ = udiag::consumer::PrivateDaemon::Start(&error).release();
-    ASSERT_TRUE(daemon_) << error;
-    setenv("UDIAG_DIR", daemon_->dir().c_str(), 1);
-  }
-  static void TearDownTestSuite() { delete daemon_; }
-
-  void SetUp() override {
-    ASSERT_TRUE(daemon_);
-    auto client = udiag::consumer::ConsumerClient::Connect(daemon_->dir());
-    ASSERT_TRUE(client.ok());
-    client_.emplace(std::move(client).value());
-  }
-
-  void Enable(const std::string& event, bool on) {
-    ASSERT_EQ(client_->Write("events/user_events/" + event + "/enable", on ? "1" : "0", false), 0);
-  }
-
-  static udiag::consumer::PrivateDaemon* daemon_;
-  std::optional<udiag::consumer::ConsumerClient> client_;
-};
-
-udiag::consumer::PrivateDaemon* LegacyAbiTest::daemon_ = nullptr;
+using LegacyAbiTest = udiag::producer::DaemonTest;
 
 TEST_F(LegacyAbiTest, StatusPageMapsOnlyOneSharedReadOnlyPage) {
   long page = sysconf(_SC_PAGESIZE);
@@ -99,13 +71,13 @@ TEST_F(LegacyAbiTest, V1RegistrationKeepsByteAndBitReadingsInStep) {
     EXPECT_FALSE(ByteModel(page, n));
     EXPECT_FALSE(BitModel(page, n));
   }
-  Enable("legacy_a", true);
+  SetEnabled("legacy_a", true);
   EXPECT_TRUE(ByteModel(page, a.status_index));
   EXPECT_TRUE(BitModel(page, a.status_index));
   EXPECT_FALSE(ByteModel(page, b.status_index));
   EXPECT_FALSE(BitModel(page, b.status_index));
 
-  Enable("legacy_a", false);
+  SetEnabled("legacy_a", false);
   EXPECT_FALSE(ByteModel(page, a.status_index));
   EXPECT_FALSE(BitModel(page, a.status_index));
 
@@ -142,7 +114,7 @@ TEST_F(LegacyAbiTest, RfcDescriptorCarriesOneEventWrittenAsBytes) {
   EXPECT_EQ(errno, EFAULT);
   EXPECT_EQ(RfcWrite(fd, "dropped", 7), 7);  // nobody traces it
   // The event is the RFC's: a length and the bytes.
-  auto format = client_->Read("events/user_events/rfc_event/format");
+  auto format = consumer_->Read("events/user_events/rfc_event/format");
   ASSERT_TRUE(format.ok());
   EXPECT_NE(format->find("field:int datalen;"), std::string::npos) << *format;
   EXPECT_NE(format->find("field:__data_loc char[] data;"), std::string::npos) << *format;

@@ -10,12 +10,9 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
-#include <memory>
-#include <optional>
 #include <string>
 
-#include "consumer/consumer_client.h"
-#include "consumer/private_daemon.h"
+#include "producer/daemon_test_fixture.h"
 #include "udiag/udiag.h"
 
 namespace {
@@ -69,26 +66,8 @@ TEST(WritePathTest, ANegativeIndexIsEinvalWhereverItsBytesAre) {
   EXPECT_EQ(errno, EINVAL);
 }
 
-// One daemon for all: the library connects once per process.
-class WritePathWithDaemonTest : public ::testing::Test {
+class WritePathWithDaemonTest : public udiag::producer::DaemonTest {
  protected:
-  static void SetUpTestSuite() {
-    std::string error;
-    daemon_ = udiag::consumer::PrivateDaemon::Start(&error).release();
-    ASSERT_TRUE(daemon_) << error;
-    setenv("UDIAG_DIR", daemon_->dir().c_str(), 1);
-  }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_TRUE(daemon_);
-    auto consumer = udiag::consumer::ConsumerClient::Connect(daemon_->dir());
-    ASSERT_TRUE(consumer.ok());
-    consumer_.emplace(std::move(consumer).value());
-  }
-
   // Registers `command` on `fd` and enables it; its write index.
   int32_t RegisterEnabled(int fd, const std::string& command) {
     user_reg reg{};
@@ -100,10 +79,6 @@ class WritePathWithDaemonTest : public ::testing::Test {
     EXPECT_EQ(udiag_ioctl(fd, DIAG_IOCSREG, &reg), 0) << strerror(errno);
     SetEnabled(command.substr(0, command.find(' ')), true);
     return static_cast<int32_t>(reg.write_index);
-  }
-
-  void SetEnabled(const std::string& name, bool on) {
-    ASSERT_EQ(consumer_->Write("events/user_events/" + name + "/enable", on ? "1" : "0", false), 0);
   }
 
   // [index][payload] through udiag_writev.
@@ -130,8 +105,6 @@ class WritePathWithDaemonTest : public ::testing::Test {
     return trace.ok() ? *trace : "";
   }
 
-  static inline udiag::consumer::PrivateDaemon* daemon_ = nullptr;
-  std::optional<udiag::consumer::ConsumerClient> consumer_;
   // Enablers belong to the process, not to a file: each test's are new.
   static inline uint32_t enabled_word_ = 0;
   static inline uint8_t next_enable_bit_ = 0;
