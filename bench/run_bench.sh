@@ -228,6 +228,7 @@ rows = [
     ("udiag ring: reserve + 32 B + commit", *median(ring, "BM_RingWrite32")),
     ("udiag enabled write, C (udiag_writev)", *median(ud, "BM_EnabledWriteC")),
     ("udiag enabled write, C++ (event<u64 x4>)", *median(ud, "BM_EnabledWriteCpp")),
+    ("udiag enabled write, C++ with a string (event<u32, rel_string>)", *median(ud, "BM_EnabledWriteCppString")),
     ("LTTng-UST tracepoint, enabled, recording", *median(lte, "BM_LttngTracepoint")),
     ("writev to /dev/null (syscall floor)", *median(ud, "BM_WritevDevNull")),
     ("writev to trace_marker_raw (kernel path)", *median(ud, "BM_TraceMarkerRaw")),

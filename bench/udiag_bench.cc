@@ -37,6 +37,7 @@ constexpr uint8_t kBit = 0;
 constexpr char kDisabledName[] = "bench_disabled";
 constexpr char kCName[] = "bench_c";
 constexpr char kCppName[] = "bench_cpp";
+constexpr char kCppStringName[] = "bench_cpp_string";
 constexpr char kFields[] = " u64 a; u64 b; u64 c; u64 d";
 
 struct Payload {
@@ -54,6 +55,7 @@ struct Global {
   uint32_t c_index = 0;
   std::optional<udiag::data_file> cpp_file;
   std::optional<udiag::event<uint64_t, uint64_t, uint64_t, uint64_t>> cpp_event;
+  std::optional<udiag::event<uint32_t, udiag::rel_string>> cpp_string_event;
   std::string setup_error;  // non-empty: the udiag benchmarks skip with this
 };
 Global* g = nullptr;
@@ -101,14 +103,18 @@ std::string SetUp() {
   g->cpp_event.emplace(kCppName, std::array<std::string_view, 4>{"a", "b", "c", "d"});
   if (int err = g->cpp_event->register_on(*g->cpp_file))
     return std::string("register ") + kCppName + ": " + std::strerror(err);
+  g->cpp_string_event.emplace(kCppStringName, std::array<std::string_view, 2>{"status", "path"});
+  if (int err = g->cpp_string_event->register_on(*g->cpp_file))
+    return std::string("register ") + kCppStringName + ": " + std::strerror(err);
 
-  for (const char* name : {kCName, kCppName}) {
+  for (const char* name : {kCName, kCppName, kCppStringName}) {
     if (std::string e = Enable(name); !e.empty()) return e;
   }
   if (!WaitForWord(&g->c_word, 1u << kBit, true)) return "enable bit of bench_c did not flip within 5 s";
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!g->cpp_event->enabled()) {
-    if (std::chrono::steady_clock::now() > deadline) return "bench_cpp did not become enabled within 5 s";
+  while (!g->cpp_event->enabled() || !g->cpp_string_event->enabled()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return "the C++ events did not become enabled within 5 s";
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
   return "";
@@ -185,6 +191,26 @@ void BM_EnabledWriteCpp(benchmark::State& state) {
   if (failed) state.SkipWithError((std::string("event::write failed: ") + std::strerror(last_err)).c_str());
 }
 BENCHMARK(BM_EnabledWriteCpp)->Repetitions(5)->ReportAggregatesOnly(true);
+
+// An event with a string, the README's own example: event<u32, rel_string>
+// ::write(200, "/index.html"), three iovecs with a __rel_loc word.
+void BM_EnabledWriteCppString(benchmark::State& state) {
+  if (SkipIfNoDaemon(state)) return;
+  auto& ev = *g->cpp_string_event;
+  uint32_t status = 200, failed = 0;
+  int last_err = 0;
+  for (auto _ : state) {
+    if (ev.enabled()) {
+      if (int err = ev.write(status, "/index.html")) {
+        ++failed;
+        last_err = err;
+      }
+    }
+    ++status;
+  }
+  if (failed) state.SkipWithError((std::string("event::write failed: ") + std::strerror(last_err)).c_str());
+}
+BENCHMARK(BM_EnabledWriteCppString)->Repetitions(5)->ReportAggregatesOnly(true);
 
 // Syscall floor: writev of the same 36 bytes to /dev/null.
 void BM_WritevDevNull(benchmark::State& state) {

@@ -13,6 +13,7 @@
 
 #include "producer/client.h"
 #include "ring/ring_writer.h"
+#include "schema/loc_check.h"
 
 namespace udiag::producer {
 
@@ -30,6 +31,10 @@ struct LastEvent {
   int32_t index = -1;  // -1: nothing remembered
   uint32_t id = 0;
   uint32_t min_size = 0;
+  // Its __data_loc and __rel_loc words: the slot's own, which never
+  // changes once published and lives as long as its file's mirror.
+  const schema::LocCheck* locs = nullptr;
+  uint32_t loc_count = 0;
 };
 
 // Plain data with constant initialisation, in the initial-exec TLS model:

@@ -109,6 +109,22 @@ namespace {
   return dst;
 }
 
+// Publishes the event reserved at `dst` and returns `written`, unless a loc
+// word of its payload is invalid: then drops it, EFAULT. The words are
+// checked in the ring's copy, so the caller cannot change them between
+// check and use; they count from the common header, which the ring holds
+// just before the payload (the daemon checks again).
+[[gnu::always_inline]] inline ssize_t CommitIfLocsValid(ring::RingWriter& ring, const schema::LocCheck* locs,
+                                                        uint32_t loc_count, const uint8_t* dst,
+                                                        size_t payload_len, ssize_t written) {
+  if (loc_count != 0 &&
+      !schema::LocsValid(locs, loc_count, dst - 8, static_cast<uint32_t>(8 + payload_len))) {
+    ring.Abandon();
+    return Fail(EFAULT);
+  }
+  return ring.Commit() ? WakeAndReturn(written) : written;
+}
+
 // Every write the fast path below does not take: all of the kernel's
 // checks, and the lookups of what (fd, index) is.
 [[gnu::noinline]] ssize_t WriteEvent(int fd, const iovec* iov, int cnt) {
@@ -155,9 +171,14 @@ namespace {
   uint64_t ts;
   if (g_fast.clock.load(std::memory_order_relaxed) == static_cast<uint32_t>(ring::ClockDomain::kTsc)) {
     ts = base::ReadTsc(&cpu);
-    if (slot->locs.empty()) {
-      t_ring.last_event = {files_generation, status, fd, index, slot->id, slot->min_size};
-    }
+    t_ring.last_event = {.files_generation = files_generation,
+                         .status = status,
+                         .fd = fd,
+                         .index = index,
+                         .id = slot->id,
+                         .min_size = slot->min_size,
+                         .locs = slot->locs.data(),
+                         .loc_count = static_cast<uint32_t>(slot->locs.size())};
   } else {
     ts = base::MonotonicNs();
     cpu = base::CurrentCpu();
@@ -173,22 +194,76 @@ namespace {
   } else {
     Gather(dst, iov, cnt, sizeof(index), payload);
   }
-  // Loc words are checked in the ring copy, so the caller cannot change the
-  // data between check and use; they count from the common header, which
-  // the ring holds just before the payload (the daemon checks again).
-  if (!slot->locs.empty() &&
-      !schema::LocsValid(slot->locs.data(), slot->locs.size(), dst - 8, 8 + payload)) {
-    ring->Abandon();
-    return Fail(EFAULT);
+  return CommitIfLocsValid(*ring, slot->locs.data(), static_cast<uint32_t>(slot->locs.size()), dst, payload,
+                           length);
+}
+
+// Whether a write of `payload_len` bytes to `index` on `fd` is of the event
+// this thread wrote last, with nothing it was checked against changed
+// since (LastEvent).
+[[gnu::always_inline]] inline bool IsLastEvent(const LastEvent& last, int fd, int32_t index,
+                                               size_t payload_len) {
+  return index == last.index && fd == last.fd && last.files_generation == DataFiles().generation() &&
+         t_ring.generation == g_fast.ring_generation.load(std::memory_order_relaxed) &&
+         payload_len >= last.min_size && payload_len <= ring::kMaxPayload && *last.status;
+}
+
+// Writes the event this thread wrote last, into the open page of its ring
+// when it fits there: `fill(dst)` puts the payload_len bytes at dst, and
+// its loc words are then checked in the ring's copy, as WriteEvent does.
+template <bool kMayHaveLocs = true, typename Fill>
+[[gnu::always_inline]] inline ssize_t WriteLast(const LastEvent& last, size_t payload_len, Fill&& fill) {
+  uint32_t cpu;
+  const uint64_t ts = base::ReadTsc(&cpu);
+  const auto written = static_cast<ssize_t>(payload_len + sizeof(int32_t));
+  ring::RingWriter& writer = ThreadWriter();
+  uint8_t* dst = writer.ReserveInOpenPage(static_cast<uint32_t>(payload_len), static_cast<uint16_t>(last.id),
+                                          static_cast<uint16_t>(cpu), ts);
+  if (!dst) [[unlikely]] {
+    if (!(dst = ReserveGrowing(payload_len, last.id, cpu, ts))) return written;
   }
-  return ring->Commit() ? WakeAndReturn(length) : length;
+  fill(dst);
+  return CommitIfLocsValid(writer, last.locs, kMayHaveLocs ? last.loc_count : 0, dst, payload_len, written);
+}
+
+// The event this thread wrote last, in any shape but the usual two: a C++
+// event with strings is its fixed part, then each string and its NUL.
+// Gathered straight into the ring; more than kMaxGathered iovecs, or an
+// index split across them, go to WriteEvent.
+[[gnu::noinline]] ssize_t WriteLastEventGathered(int fd, const iovec* iov, int cnt) {
+  constexpr int kMaxGathered = 16;
+  if (cnt < 1 || cnt > kMaxGathered) return WriteEvent(fd, iov, cnt);
+  // Each length read once, as writev does: another thread of the program
+  // changing them meanwhile cannot make the copy outgrow the reservation.
+  size_t lengths[kMaxGathered];
+  size_t total = 0;
+  for (int i = 0; i < cnt; ++i) {
+    lengths[i] = iov[i].iov_len;
+    // Too large for a record anyway, and no sum of such lengths overflows.
+    if (lengths[i] > ring::kMaxPayload + sizeof(int32_t)) return WriteEvent(fd, iov, cnt);
+    total += lengths[i];
+  }
+  if (lengths[0] < sizeof(int32_t)) return WriteEvent(fd, iov, cnt);
+  int32_t index;
+  std::memcpy(&index, iov[0].iov_base, sizeof(index));
+  const LastEvent& last = t_ring.last_event;
+  const size_t payload_len = total - sizeof(index);
+  if (!IsLastEvent(last, fd, index, payload_len)) return WriteEvent(fd, iov, cnt);
+  return WriteLast(last, payload_len, [&](uint8_t* dst) {
+    base::CopyShort(dst, static_cast<const uint8_t*>(iov[0].iov_base) + sizeof(index),
+                    lengths[0] - sizeof(index));
+    dst += lengths[0] - sizeof(index);
+    for (int i = 1; i < cnt; ++i) {
+      base::CopyShort(dst, static_cast<const uint8_t*>(iov[i].iov_base), lengths[i]);
+      dst += lengths[i];
+    }
+  });
 }
 
 // The common write: the event this thread wrote last, in one of the usual
-// shapes, [index][payload] or [index+payload], going into the open page of
-// its ring. Whatever else the kernel checks was checked when the event was
-// remembered and cannot have changed since (LastEvent); anything this does
-// not cover goes to WriteEvent.
+// shapes, [index][payload] or [index+payload]. Whatever else the kernel
+// checks was checked when the event was remembered and cannot have changed
+// since (LastEvent); anything this does not cover goes to WriteEvent.
 ssize_t WriteLastEvent(int fd, const iovec* iov, int cnt) {
   const uint8_t* payload;
   size_t payload_len;
@@ -199,27 +274,16 @@ ssize_t WriteLastEvent(int fd, const iovec* iov, int cnt) {
     payload = static_cast<const uint8_t*>(iov[0].iov_base) + sizeof(int32_t);
     payload_len = iov[0].iov_len - sizeof(int32_t);
   } else {
-    return WriteEvent(fd, iov, cnt);
+    return WriteLastEventGathered(fd, iov, cnt);
   }
   int32_t index;
   std::memcpy(&index, iov[0].iov_base, sizeof(index));
   const LastEvent& last = t_ring.last_event;
-  if (index != last.index || fd != last.fd || last.files_generation != DataFiles().generation() ||
-      t_ring.generation != g_fast.ring_generation.load(std::memory_order_relaxed) ||
-      payload_len < last.min_size || payload_len > ring::kMaxPayload || !*last.status) {
-    return WriteEvent(fd, iov, cnt);
-  }
-  uint32_t cpu;
-  const uint64_t ts = base::ReadTsc(&cpu);
-  const auto written = static_cast<ssize_t>(payload_len + sizeof(int32_t));
-  ring::RingWriter& writer = ThreadWriter();
-  uint8_t* dst = writer.ReserveInOpenPage(
-      static_cast<uint32_t>(payload_len), static_cast<uint16_t>(last.id), static_cast<uint16_t>(cpu), ts);
-  if (!dst) [[unlikely]] {
-    if (!(dst = ReserveGrowing(payload_len, last.id, cpu, ts))) return written;
-  }
-  base::CopyShort(dst, payload, payload_len);
-  return writer.Commit() ? WakeAndReturn(written) : written;
+  if (!IsLastEvent(last, fd, index, payload_len)) return WriteEvent(fd, iov, cnt);
+  // An event with loc words is gathered, where they are checked.
+  if (last.loc_count != 0) return WriteLastEventGathered(fd, iov, cnt);
+  return WriteLast<false>(last, payload_len,
+                          [&](uint8_t* dst) { base::CopyShort(dst, payload, payload_len); });
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "producer/daemon_test_fixture.h"
 #include "udiag/udiag.h"
@@ -198,6 +199,120 @@ TEST_F(WritePathWithDaemonTest, EventsWrittenInTurnKeepTheirOwnIds) {
     const std::string line = Shown(n % 2 ? "wp_pong" : "wp_ping", "n", n);
     EXPECT_EQ(Count(trace, line), 1u) << line << trace;
   }
+  udiag_close(fd);
+}
+
+// An event "u32 n; __rel_loc char[] s": [index][n][loc] and then `s`, with
+// the loc word saying `s_size` bytes (the string and its NUL, if honest).
+struct StringEvent {
+  StringEvent(int32_t index, uint32_t n, const std::string& s, uint32_t s_size)
+      : fixed{static_cast<uint32_t>(index), n, s_size << 16}, text(s) {}
+  StringEvent(int32_t index, uint32_t n, const std::string& s)
+      : StringEvent(index, n, s, static_cast<uint32_t>(s.size() + 1)) {}
+  uint32_t fixed[3];
+  std::string text;  // the NUL that c_str() holds after it is written too
+
+  // The C++ API's shape: the fixed part, the string, its NUL.
+  ssize_t WriteAsCppDoes(int fd) const {
+    static const char kNul = '\0';
+    iovec iov[3] = {{const_cast<uint32_t*>(fixed), sizeof(fixed)},
+                    {const_cast<char*>(text.data()), text.size()},
+                    {const_cast<char*>(&kNul), 1}};
+    errno = 0;
+    return udiag_writev(fd, iov, 3);
+  }
+  // One buffer, [index+payload].
+  ssize_t WriteTogether(int fd) const {
+    std::string bytes(reinterpret_cast<const char*>(fixed), sizeof(fixed));
+    bytes.append(text.c_str(), text.size() + 1);
+    errno = 0;
+    return udiag_write(fd, bytes.data(), bytes.size());
+  }
+  // The index, then a byte an iovec, `count` iovecs in all (the rest of
+  // the bytes in the last); count - 1 <= the payload's bytes.
+  ssize_t WriteInPieces(int fd, int count) const {
+    std::string bytes(reinterpret_cast<const char*>(fixed) + 4, sizeof(fixed) - 4);
+    bytes.append(text.c_str(), text.size() + 1);
+    std::vector<iovec> iov{{const_cast<uint32_t*>(fixed), 4}};
+    for (int i = 0; i + 2 < count; ++i) iov.push_back({&bytes[i], 1});
+    iov.push_back({&bytes[count - 2], bytes.size() - (count - 2)});
+    errno = 0;
+    return udiag_writev(fd, iov.data(), static_cast<int>(iov.size()));
+  }
+  ssize_t size() const { return static_cast<ssize_t>(sizeof(fixed) + text.size() + 1); }
+};
+
+std::string Hex(uint32_t n) {
+  char hex[16];
+  snprintf(hex, sizeof(hex), "%x", n);
+  return hex;
+}
+
+// Of several lengths, and long enough for twenty pieces.
+std::string Text(uint32_t n) { return "text-" + std::string(n % 17, 'x') + std::to_string(n) + "-in-pieces"; }
+
+// Events with strings take the same short way once written (their shapes
+// have three iovecs or more): every string must come out whole.
+TEST_F(WritePathWithDaemonTest, StringEventsComeOutWholeInEveryShape) {
+  const int fd = udiag_open();
+  ASSERT_GE(fd, 0) << strerror(errno);
+  const int32_t index = RegisterEnabled(fd, "wp_string u32 n; __rel_loc char[] s");
+  for (uint32_t n = 0; n < 60; ++n) {
+    const StringEvent event(index, n, Text(n));
+    const ssize_t written = n % 3 == 0   ? event.WriteAsCppDoes(fd)
+                            : n % 3 == 1 ? event.WriteTogether(fd)
+                                         : event.WriteInPieces(fd, n % 2 ? 5 : 20);
+    ASSERT_EQ(written, event.size()) << n << ": " << strerror(errno);
+  }
+  const std::string trace = Trace();
+  for (uint32_t n = 0; n < 60; ++n) {
+    const std::string line = "wp_string: n=0x" + Hex(n) + " (" + std::to_string(n) + ") s=" + Text(n) + "\n";
+    EXPECT_EQ(Count(trace, line), 1u) << line << trace;
+  }
+  udiag_close(fd);
+}
+
+// A loc word that points past the record, or at a string without its NUL,
+// is EFAULT and writes nothing, however often the event was written
+// before and whatever the shape.
+TEST_F(WritePathWithDaemonTest, ABadLocAfterWritesOfItsEventIsEfault) {
+  const int fd = udiag_open();
+  ASSERT_GE(fd, 0) << strerror(errno);
+  const int32_t index = RegisterEnabled(fd, "wp_loc u32 n; __rel_loc char[] s");
+  const StringEvent good(index, 1, "good");
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(good.WriteAsCppDoes(fd), good.size()) << strerror(errno);
+    ASSERT_EQ(good.WriteTogether(fd), good.size()) << strerror(errno);
+  }
+  const StringEvent past_end(index, 2, "long", 9);
+  const StringEvent no_nul(index, 3, "nonul", 5);
+  for (const StringEvent* bad : {&past_end, &no_nul}) {
+    EXPECT_EQ(bad->WriteAsCppDoes(fd), -1);
+    EXPECT_EQ(errno, EFAULT);
+    EXPECT_EQ(bad->WriteTogether(fd), -1);
+    EXPECT_EQ(errno, EFAULT);
+  }
+  ASSERT_EQ(good.WriteAsCppDoes(fd), good.size()) << strerror(errno);
+  const std::string trace = Trace();
+  EXPECT_EQ(Count(trace, "wp_loc: n=0x1 (1) s=good\n"), 7u) << trace;
+  EXPECT_EQ(Count(trace, "wp_loc:"), 7u) << trace;
+  udiag_close(fd);
+}
+
+// Lengths whose sum wraps around to a plausible size must not be taken for
+// the event written before: EINVAL, as for any write.
+TEST_F(WritePathWithDaemonTest, LengthsSummingPastSsizeMaxAreEinvalAfterWritesOfTheEvent) {
+  const int fd = udiag_open();
+  ASSERT_GE(fd, 0) << strerror(errno);
+  const int32_t index = RegisterEnabled(fd, "wp_wrap u32 n; __rel_loc char[] s");
+  const StringEvent good(index, 1, "good");
+  ASSERT_EQ(good.WriteAsCppDoes(fd), good.size()) << strerror(errno);
+  ASSERT_EQ(good.WriteAsCppDoes(fd), good.size()) << strerror(errno);
+  char bytes[8] = {};
+  iovec wrapping[3] = {
+      {const_cast<uint32_t*>(good.fixed), sizeof(good.fixed)}, {bytes, SIZE_MAX - 1}, {bytes, 8}};
+  EXPECT_EQ(udiag_writev(fd, wrapping, 3), -1);
+  EXPECT_EQ(errno, EINVAL);
   udiag_close(fd);
 }
 
