@@ -111,11 +111,16 @@ class WritePathWithDaemonTest : public udiag::producer::DaemonTest {
   static inline uint8_t next_enable_bit_ = 0;
 };
 
-// A trace line's event and field, as `trace` prints an integer field.
-std::string Shown(const std::string& event, const std::string& field, uint64_t value) {
+// An integer field as `trace` prints it.
+std::string IntegerField(const std::string& field, uint64_t value) {
   char hex[32];
   snprintf(hex, sizeof(hex), "%llx", static_cast<unsigned long long>(value));
-  return event + ": " + field + "=0x" + hex + " (" + std::to_string(value) + ")\n";
+  return field + "=0x" + hex + " (" + std::to_string(value) + ")";
+}
+
+// A trace line's event and its one integer field.
+std::string Shown(const std::string& event, const std::string& field, uint64_t value) {
+  return event + ": " + IntegerField(field, value) + "\n";
 }
 
 size_t Count(const std::string& text, const std::string& what) {
@@ -242,12 +247,6 @@ struct StringEvent {
   ssize_t size() const { return static_cast<ssize_t>(sizeof(fixed) + text.size() + 1); }
 };
 
-std::string Hex(uint32_t n) {
-  char hex[16];
-  snprintf(hex, sizeof(hex), "%x", n);
-  return hex;
-}
-
 // Of several lengths, and long enough for twenty pieces.
 std::string Text(uint32_t n) { return "text-" + std::string(n % 17, 'x') + std::to_string(n) + "-in-pieces"; }
 
@@ -266,7 +265,7 @@ TEST_F(WritePathWithDaemonTest, StringEventsComeOutWholeInEveryShape) {
   }
   const std::string trace = Trace();
   for (uint32_t n = 0; n < 60; ++n) {
-    const std::string line = "wp_string: n=0x" + Hex(n) + " (" + std::to_string(n) + ") s=" + Text(n) + "\n";
+    const std::string line = "wp_string: " + IntegerField("n", n) + " s=" + Text(n) + "\n";
     EXPECT_EQ(Count(trace, line), 1u) << line << trace;
   }
   udiag_close(fd);
