@@ -3,8 +3,10 @@
 # minutes: starts a private udiagd, `udiag record -e flood` into trace.dat
 # and N flood_producer processes beside it, then prints what was recorded
 # and lost (and `udiag record`'s lines saying where) and the daemon's and
-# the recorder's CPU (from /proc) per recorded event. The daemon runs in a
-# session of its own, as users run it (see run_bench.sh's start_daemon).
+# the recorder's CPU (from /proc) per recorded event from the producers'
+# start, and the daemon's CPU setting the recording up before that. The
+# daemon runs in a session of its own, as users run it (see run_bench.sh's
+# start_daemon).
 #
 #   bench/record_cost.sh BUILD_DIR PRODUCERS SECONDS [RATE]
 #
@@ -16,7 +18,7 @@
 # stall in every run, where the disk's own stalls differ from run to run.
 set -euo pipefail
 if [ $# -lt 3 ] || [ "$1" = --help ]; then
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
   [ "${1:-}" = --help ]; exit
 fi
 build=$1 producers=$2 seconds=$3 rate=${4:-0}
@@ -56,13 +58,14 @@ stall_disk() {
 setsid "$build/bin/udiagd" --dir "$work/daemon" ${UDIAGD_ARGS:-} >/dev/null 2>&1 &
 daemon=$!
 for _ in $(seq 50); do [ -S "$work/daemon/control.sock" ] && break; sleep 0.1; done
-# The recording's set-up counts (the daemon faults in its first pages then),
-# as in make bench.
-daemon_before=$(ticks $daemon)
+# As in make bench: the daemon's CPU counts from the producers' start, and
+# what setting the recording up took (faulting in its first pages) apart.
+daemon_started=$(ticks $daemon)
 UDIAG_DIR="$work/daemon" "$build/bin/udiag" record ${RECORD_ARGS:-} -e flood -o "$work/out.dat" 2>"$work/record.err" &
 recorder=$!
 recorder_before=$(ticks $recorder)
 sleep 0.5  # the recording's instance and auto-enable are in place
+daemon_before=$(ticks $daemon)
 pids=()
 for i in $(seq "$producers"); do
   UDIAG_DIR="$work/daemon" "$build/bin/flood_producer" "$seconds" "$rate" >"$work/producer$i.out" 2>&1 &
@@ -81,11 +84,13 @@ kill $daemon; wait $daemon 2>/dev/null || true
 
 written=$(awk '{s += $2} END {print s}' "$work"/producer*.out)
 recorded=$(sed -n 's/^udiag record: \([0-9]*\) events (.*/\1/p' "$work/record.err")
-python3 - "$written" "${recorded:-0}" "$daemon_ticks" "$recorder_ticks" "$(getconf CLK_TCK)" "$seconds" <<'PY'
+python3 - "$written" "${recorded:-0}" "$daemon_ticks" "$recorder_ticks" "$(getconf CLK_TCK)" "$seconds" \
+  "$(( daemon_before - daemon_started ))" <<'PY'
 import sys
-written, recorded, daemon, recorder, hz, secs = (float(x) for x in sys.argv[1:])
+written, recorded, daemon, recorder, hz, secs, setup = (float(x) for x in sys.argv[1:])
 ns = lambda ticks: ticks / hz * 1e9 / max(recorded, 1)
 print(f"recorded {recorded / 1e6:.2f} M ({recorded / secs / 1e6:.2f} M/s), "
       f"lost {100 * (1 - recorded / written) if written else 0:.1f} % of {written / 1e6:.2f} M written; "
-      f"daemon {ns(daemon):.1f} ns, recorder {ns(recorder):.1f} ns per recorded event")
+      f"daemon {ns(daemon):.1f} ns, recorder {ns(recorder):.1f} ns per recorded event; "
+      f"setting the recording up: daemon {1e3 * setup / hz:.0f} ms")
 PY
