@@ -207,13 +207,18 @@ TEST_F(WritePathWithDaemonTest, EventsWrittenInTurnKeepTheirOwnIds) {
   udiag_close(fd);
 }
 
-// An event "u32 n; __rel_loc char[] s": [index][n][loc] and then `s`, with
-// the loc word saying `s_size` bytes (the string and its NUL, if honest).
+// An event "u32 n; __rel_loc char[] s" (or __data_loc, with `loc_at` 16:
+// the string's offset from the common header): [index][n][loc] and then
+// `s` and its NUL.
 struct StringEvent {
-  StringEvent(int32_t index, uint32_t n, const std::string& s, uint32_t s_size)
-      : fixed{static_cast<uint32_t>(index), n, s_size << 16}, text(s) {}
-  StringEvent(int32_t index, uint32_t n, const std::string& s)
-      : StringEvent(index, n, s, static_cast<uint32_t>(s.size() + 1)) {}
+  StringEvent(int32_t index, uint32_t n, const std::string& s, uint32_t loc_at = 0)
+      : fixed{static_cast<uint32_t>(index), n, static_cast<uint32_t>(s.size() + 1) << 16 | loc_at}, text(s) {}
+  // A __rel_loc word saying `s_size` bytes, whatever `s` is.
+  static StringEvent Claiming(uint32_t s_size, int32_t index, uint32_t n, const std::string& s) {
+    StringEvent event(index, n, s);
+    event.fixed[2] = s_size << 16;
+    return event;
+  }
   uint32_t fixed[3];
   std::string text;  // the NUL that c_str() holds after it is written too
 
@@ -255,18 +260,26 @@ std::string Text(uint32_t n) { return "text-" + std::string(n % 17, 'x') + std::
 TEST_F(WritePathWithDaemonTest, StringEventsComeOutWholeInEveryShape) {
   const int fd = udiag_open();
   ASSERT_GE(fd, 0) << strerror(errno);
-  const int32_t index = RegisterEnabled(fd, "wp_string u32 n; __rel_loc char[] s");
-  for (uint32_t n = 0; n < 60; ++n) {
-    const StringEvent event(index, n, Text(n));
-    const ssize_t written = n % 3 == 0   ? event.WriteAsCppDoes(fd)
-                            : n % 3 == 1 ? event.WriteTogether(fd)
-                                         : event.WriteInPieces(fd, n % 2 ? 5 : 20);
-    ASSERT_EQ(written, event.size()) << n << ": " << strerror(errno);
+  struct Case {
+    std::string name, loc;
+    uint32_t loc_at;
+  };
+  for (const Case& c : {Case{"wp_rel_string", "__rel_loc", 0}, Case{"wp_data_string", "__data_loc", 16}}) {
+    const int32_t index = RegisterEnabled(fd, c.name + " u32 n; " + c.loc + " char[] s");
+    for (uint32_t n = 0; n < 60; ++n) {
+      const StringEvent event(index, n, Text(n), c.loc_at);
+      const ssize_t written = n % 3 == 0   ? event.WriteAsCppDoes(fd)
+                              : n % 3 == 1 ? event.WriteTogether(fd)
+                                           : event.WriteInPieces(fd, n % 2 ? 5 : 20);
+      ASSERT_EQ(written, event.size()) << c.name << " " << n << ": " << strerror(errno);
+    }
   }
   const std::string trace = Trace();
-  for (uint32_t n = 0; n < 60; ++n) {
-    const std::string line = "wp_string: " + IntegerField("n", n) + " s=" + Text(n) + "\n";
-    EXPECT_EQ(Count(trace, line), 1u) << line << trace;
+  for (const char* name : {"wp_rel_string", "wp_data_string"}) {
+    for (uint32_t n = 0; n < 60; ++n) {
+      const std::string line = std::string(name) + ": " + IntegerField("n", n) + " s=" + Text(n) + "\n";
+      EXPECT_EQ(Count(trace, line), 1u) << line << trace;
+    }
   }
   udiag_close(fd);
 }
@@ -283,8 +296,8 @@ TEST_F(WritePathWithDaemonTest, ABadLocAfterWritesOfItsEventIsEfault) {
     ASSERT_EQ(good.WriteAsCppDoes(fd), good.size()) << strerror(errno);
     ASSERT_EQ(good.WriteTogether(fd), good.size()) << strerror(errno);
   }
-  const StringEvent past_end(index, 2, "long", 9);
-  const StringEvent no_nul(index, 3, "nonul", 5);
+  const StringEvent past_end = StringEvent::Claiming(9, index, 2, "long");
+  const StringEvent no_nul = StringEvent::Claiming(5, index, 3, "nonul");
   for (const StringEvent* bad : {&past_end, &no_nul}) {
     EXPECT_EQ(bad->WriteAsCppDoes(fd), -1);
     EXPECT_EQ(errno, EFAULT);
