@@ -231,6 +231,7 @@ rows = [
     ("machine state: a cache line to another thread and back", *median(ring, "BM_CacheLineRoundTrip")),
     ("udiag ring: reserve + 32 B + commit", *median(ring, "BM_RingWrite32")),
     ("udiag enabled write, C (udiag_writev)", *median(ud, "BM_EnabledWriteC")),
+    ("udiag enabled write, C, two events in turn", *median(ud, "BM_EnabledWriteCInTurn")),
     ("udiag enabled write, C++ (event<u64 x4>)", *median(ud, "BM_EnabledWriteCpp")),
     ("udiag enabled write, C++ with a string (event<u32, rel_string>)", *median(ud, "BM_EnabledWriteCppString")),
     ("LTTng-UST tracepoint, enabled, recording", *median(lte, "BM_LttngTracepoint")),

@@ -36,6 +36,7 @@ using udiag::bench::BenchDaemon;
 constexpr uint8_t kBit = 0;
 constexpr char kDisabledName[] = "bench_disabled";
 constexpr char kCName[] = "bench_c";
+constexpr char kCOtherName[] = "bench_c_other";
 constexpr char kCppName[] = "bench_cpp";
 constexpr char kCppStringName[] = "bench_cpp_string";
 constexpr char kFields[] = " u64 a; u64 b; u64 c; u64 d";
@@ -53,6 +54,8 @@ struct Global {
   uint32_t disabled_index = 0;
   alignas(8) uint32_t c_word = 0;
   uint32_t c_index = 0;
+  alignas(8) uint32_t c_other_word = 0;
+  uint32_t c_other_index = 0;
   std::optional<udiag::data_file> cpp_file;
   std::optional<udiag::event<uint64_t, uint64_t, uint64_t, uint64_t>> cpp_event;
   std::optional<udiag::event<uint32_t, udiag::rel_string>> cpp_string_event;
@@ -97,6 +100,8 @@ std::string SetUp() {
     return std::string("register ") + kDisabledName + ": " + std::strerror(err);
   if (int err = Register(g->data_fd, std::string(kCName) + kFields, &g->c_word, &g->c_index))
     return std::string("register ") + kCName + ": " + std::strerror(err);
+  if (int err = Register(g->data_fd, std::string(kCOtherName) + kFields, &g->c_other_word, &g->c_other_index))
+    return std::string("register ") + kCOtherName + ": " + std::strerror(err);
 
   g->cpp_file.emplace();
   if (g->cpp_file->error()) return std::string("udiag_open (C++): ") + std::strerror(g->cpp_file->error());
@@ -107,10 +112,11 @@ std::string SetUp() {
   if (int err = g->cpp_string_event->register_on(*g->cpp_file))
     return std::string("register ") + kCppStringName + ": " + std::strerror(err);
 
-  for (const char* name : {kCName, kCppName, kCppStringName}) {
+  for (const char* name : {kCName, kCOtherName, kCppName, kCppStringName}) {
     if (std::string e = Enable(name); !e.empty()) return e;
   }
-  if (!WaitForWord(&g->c_word, 1u << kBit, true)) return "enable bit of bench_c did not flip within 5 s";
+  if (!WaitForWord(&g->c_word, 1u << kBit, true) || !WaitForWord(&g->c_other_word, 1u << kBit, true))
+    return "enable bits of the C events did not flip within 5 s";
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (!g->cpp_event->enabled() || !g->cpp_string_event->enabled()) {
     if (std::chrono::steady_clock::now() > deadline)
@@ -172,6 +178,30 @@ void BM_EnabledWriteC(benchmark::State& state) {
   if (failed) state.SkipWithError((std::string("udiag_writev failed: ") + std::strerror(last_errno)).c_str());
 }
 BENCHMARK(BM_EnabledWriteC)->Repetitions(5)->ReportAggregatesOnly(true);
+
+// Two events written in turn, as a program tracing several things does:
+// bench_c, bench_c_other, bench_c, ...
+void BM_EnabledWriteCInTurn(benchmark::State& state) {
+  if (SkipIfNoDaemon(state)) return;
+  Payload p{0, 1, 2, 3};
+  iovec iov[2][2] = {{{&g->c_index, sizeof(g->c_index)}, {&p, sizeof(p)}},
+                     {{&g->c_other_index, sizeof(g->c_other_index)}, {&p, sizeof(p)}}};
+  const uint32_t* words[2] = {&g->c_word, &g->c_other_word};
+  uint64_t failed = 0;
+  int last_errno = 0;
+  for (auto _ : state) {
+    const unsigned which = p.a & 1;
+    if (__atomic_load_n(words[which], __ATOMIC_RELAXED) & (1u << kBit)) {
+      if (udiag_writev(g->data_fd, iov[which], 2) < 0) {
+        ++failed;
+        last_errno = errno;
+      }
+    }
+    ++p.a;
+  }
+  if (failed) state.SkipWithError((std::string("udiag_writev failed: ") + std::strerror(last_errno)).c_str());
+}
+BENCHMARK(BM_EnabledWriteCInTurn)->Repetitions(5)->ReportAggregatesOnly(true);
 
 // The typed C++ layer: enabled() + event<u64,u64,u64,u64>::write().
 void BM_EnabledWriteCpp(benchmark::State& state) {

@@ -142,7 +142,8 @@ bool RenewThreadRing() {
   }
   t_ring.retry_after_ns = 0;
   UseRing(m);
-  t_ring.last_event = LastEvent();
+  t_ring.last_event = RememberedEvent();
+  std::fill(std::begin(t_ring.remembered), std::end(t_ring.remembered), RememberedEvent());
   t_ring.generation = generation;
   t_ring.epoch = epoch;
   t_ring.owner = getpid();

@@ -17,14 +17,14 @@
 
 namespace udiag::producer {
 
-// What the thread's last write through the general path found its event to
-// be, so that writing the same event again skips the lookups
+// What the thread's last write of an event through the general path found
+// the event to be, so that writing it again skips the lookups
 // (write_path.cc). It holds copies, and a pointer into the status page
 // (which stays mapped, even once its daemon is gone), and is valid while
 // the data file table's generation is the one it was filled under; a new
 // ring (fork, reconnect: both bump the ring generation after every other
 // change) starts it afresh.
-struct LastEvent {
+struct RememberedEvent {
   uint64_t files_generation = UINT64_MAX;  // none: the table never gets there
   const uint8_t* status = nullptr;         // the event's byte in the status page
   int fd = -1;
@@ -52,7 +52,14 @@ struct ThreadRing {
   uint64_t retry_after_ns = 0;
   // Likewise for a larger ring after one could not be made or was refused.
   uint64_t grow_after_ns = 0;
-  LastEvent last_event;
+  // The event of the thread's last write through the general path, where
+  // the write of one event again and again finds it at once.
+  RememberedEvent last_event;
+  // The same and a few more, each in the slot of its descriptor and write
+  // index (RememberedSlot), so that a program writing several in turn finds
+  // each remembered; one written in another's slot takes its place.
+  static constexpr uint32_t kRememberedEvents = 4;
+  RememberedEvent remembered[kRememberedEvents];
 };
 
 extern constinit thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
@@ -78,6 +85,11 @@ inline ring::RingWriter& ThreadWriter() {
   ring::RingWriter* writer = &t_ring.writer;
   asm("" : "+r"(writer));
   return *writer;
+}
+
+// Where the event of write index `index` on `fd` is remembered.
+inline RememberedEvent& RememberedSlot(int fd, int32_t index) {
+  return t_ring.remembered[static_cast<uint32_t>(index ^ fd) % ThreadRing::kRememberedEvents];
 }
 
 inline ring::RingWriter* CurrentThreadRing() {

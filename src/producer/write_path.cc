@@ -179,6 +179,7 @@ namespace {
                          .min_size = slot->min_size,
                          .locs = slot->locs.data(),
                          .loc_count = static_cast<uint32_t>(slot->locs.size())};
+    RememberedSlot(fd, index) = t_ring.last_event;
   } else {
     ts = base::MonotonicNs();
     cpu = base::CurrentCpu();
@@ -199,38 +200,41 @@ namespace {
 }
 
 // Whether a write of `payload_len` bytes to `index` on `fd` is of the event
-// this thread wrote last, with nothing it was checked against changed
-// since (LastEvent).
-[[gnu::always_inline]] inline bool IsLastEvent(const LastEvent& last, int fd, int32_t index,
-                                               size_t payload_len) {
-  return index == last.index && fd == last.fd && last.files_generation == DataFiles().generation() &&
+// `remembered`, with nothing it was checked against changed since
+// (RememberedEvent).
+[[gnu::always_inline]] inline bool IsRemembered(const RememberedEvent& remembered, int fd, int32_t index,
+                                                size_t payload_len) {
+  return index == remembered.index && fd == remembered.fd &&
+         remembered.files_generation == DataFiles().generation() &&
          t_ring.generation == g_fast.ring_generation.load(std::memory_order_relaxed) &&
-         payload_len >= last.min_size && payload_len <= ring::kMaxPayload && *last.status;
+         payload_len >= remembered.min_size && payload_len <= ring::kMaxPayload && *remembered.status;
 }
 
-// Writes the event this thread wrote last, into the open page of its ring
-// when it fits there: `fill(dst)` puts the payload_len bytes at dst, and
-// its loc words are then checked in the ring's copy, as WriteEvent does.
+// Writes a remembered event, into the open page of the thread's ring when
+// it fits there: `fill(dst)` puts the payload_len bytes at dst, and its
+// loc words are then checked in the ring's copy, as WriteEvent does.
 template <bool kMayHaveLocs = true, typename Fill>
-[[gnu::always_inline]] inline ssize_t WriteLast(const LastEvent& last, size_t payload_len, Fill&& fill) {
+[[gnu::always_inline]] inline ssize_t PutRemembered(const RememberedEvent& event, size_t payload_len,
+                                                    Fill&& fill) {
   uint32_t cpu;
   const uint64_t ts = base::ReadTsc(&cpu);
   const auto written = static_cast<ssize_t>(payload_len + sizeof(int32_t));
   ring::RingWriter& writer = ThreadWriter();
-  uint8_t* dst = writer.ReserveInOpenPage(static_cast<uint32_t>(payload_len), static_cast<uint16_t>(last.id),
+  uint8_t* dst = writer.ReserveInOpenPage(static_cast<uint32_t>(payload_len), static_cast<uint16_t>(event.id),
                                           static_cast<uint16_t>(cpu), ts);
   if (!dst) [[unlikely]] {
-    if (!(dst = ReserveGrowing(payload_len, last.id, cpu, ts))) return written;
+    if (!(dst = ReserveGrowing(payload_len, event.id, cpu, ts))) return written;
   }
   fill(dst);
-  return CommitIfLocsValid(writer, last.locs, kMayHaveLocs ? last.loc_count : 0, dst, payload_len, written);
+  return CommitIfLocsValid(writer, event.locs, kMayHaveLocs ? event.loc_count : 0, dst, payload_len, written);
 }
 
-// The event this thread wrote last, in any shape but the usual two: a C++
-// event with strings is its fixed part, then each string and its NUL.
+// A remembered event in any shape but the usual two (a C++ event with
+// strings is its fixed part, then each string and its NUL), with loc
+// words, or not the thread's last event but in its slot.
 // Gathered straight into the ring; more than kMaxGathered iovecs, or an
 // index split across them, go to WriteEvent.
-[[gnu::noinline]] ssize_t WriteLastEventGathered(int fd, const iovec* iov, int cnt) {
+[[gnu::noinline]] ssize_t WriteRememberedGathered(int fd, const iovec* iov, int cnt) {
   constexpr int kMaxGathered = 16;
   if (cnt < 1 || cnt > kMaxGathered) return WriteEvent(fd, iov, cnt);
   // Each length read once, as writev does: another thread of the program
@@ -246,10 +250,13 @@ template <bool kMayHaveLocs = true, typename Fill>
   if (lengths[0] < sizeof(int32_t)) return WriteEvent(fd, iov, cnt);
   int32_t index;
   std::memcpy(&index, iov[0].iov_base, sizeof(index));
-  const LastEvent& last = t_ring.last_event;
   const size_t payload_len = total - sizeof(index);
-  if (!IsLastEvent(last, fd, index, payload_len)) return WriteEvent(fd, iov, cnt);
-  return WriteLast(last, payload_len, [&](uint8_t* dst) {
+  const RememberedEvent* remembered = &t_ring.last_event;
+  if (!IsRemembered(*remembered, fd, index, payload_len)) {
+    remembered = &RememberedSlot(fd, index);
+    if (!IsRemembered(*remembered, fd, index, payload_len)) return WriteEvent(fd, iov, cnt);
+  }
+  return PutRemembered(*remembered, payload_len, [&](uint8_t* dst) {
     base::CopyShort(dst, static_cast<const uint8_t*>(iov[0].iov_base) + sizeof(index),
                     lengths[0] - sizeof(index));
     dst += lengths[0] - sizeof(index);
@@ -260,11 +267,12 @@ template <bool kMayHaveLocs = true, typename Fill>
   });
 }
 
-// The common write: the event this thread wrote last, in one of the usual
-// shapes, [index][payload] or [index+payload]. Whatever else the kernel
-// checks was checked when the event was remembered and cannot have changed
-// since (LastEvent); anything this does not cover goes to WriteEvent.
-ssize_t WriteLastEvent(int fd, const iovec* iov, int cnt) {
+// The common write: an event this thread remembers (it wrote it before), in
+// one of the usual shapes, [index][payload] or [index+payload]. Whatever
+// else the kernel checks was checked when the event was remembered and
+// cannot have changed since (RememberedEvent); anything this does not cover
+// goes to WriteEvent.
+ssize_t WriteRememberedEvent(int fd, const iovec* iov, int cnt) {
   const uint8_t* payload;
   size_t payload_len;
   if (cnt == 2 && iov[0].iov_len == sizeof(int32_t)) {
@@ -274,26 +282,28 @@ ssize_t WriteLastEvent(int fd, const iovec* iov, int cnt) {
     payload = static_cast<const uint8_t*>(iov[0].iov_base) + sizeof(int32_t);
     payload_len = iov[0].iov_len - sizeof(int32_t);
   } else {
-    return WriteLastEventGathered(fd, iov, cnt);
+    return WriteRememberedGathered(fd, iov, cnt);
   }
   int32_t index;
   std::memcpy(&index, iov[0].iov_base, sizeof(index));
-  const LastEvent& last = t_ring.last_event;
-  if (!IsLastEvent(last, fd, index, payload_len)) return WriteEvent(fd, iov, cnt);
-  // An event with loc words is gathered, where they are checked.
-  if (last.loc_count != 0) return WriteLastEventGathered(fd, iov, cnt);
-  return WriteLast<false>(last, payload_len,
-                          [&](uint8_t* dst) { base::CopyShort(dst, payload, payload_len); });
+  const RememberedEvent& remembered = t_ring.last_event;
+  // Another event, maybe remembered in its slot, or one with loc words: the
+  // gathered way looks there and checks them.
+  if (!IsRemembered(remembered, fd, index, payload_len) || remembered.loc_count != 0) {
+    return WriteRememberedGathered(fd, iov, cnt);
+  }
+  return PutRemembered<false>(remembered, payload_len,
+                              [&](uint8_t* dst) { base::CopyShort(dst, payload, payload_len); });
 }
 
 }  // namespace
 }  // namespace udiag::producer
 
 extern "C" ssize_t udiag_writev(int fd, const struct iovec* iov, int iovcnt) {
-  return udiag::producer::WriteLastEvent(fd, iov, iovcnt);
+  return udiag::producer::WriteRememberedEvent(fd, iov, iovcnt);
 }
 
 extern "C" ssize_t udiag_write(int fd, const void* buf, size_t count) {
   iovec iov{const_cast<void*>(buf), count};
-  return udiag::producer::WriteLastEvent(fd, &iov, 1);
+  return udiag::producer::WriteRememberedEvent(fd, &iov, 1);
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "producer/daemon_test_fixture.h"
+#include "producer/thread_ring.h"
 #include "udiag/udiag.h"
 
 namespace {
@@ -189,22 +190,48 @@ TEST_F(WritePathWithDaemonTest, APayloadShorterThanItsEventIsEinvalAfterWritesOf
   udiag_close(fd);
 }
 
+// Two data files with three events each, written in turn through both
+// shapes: more events than a thread remembers, and the same write indices
+// on both files, whose descriptors are remembered in the same slots.
 TEST_F(WritePathWithDaemonTest, EventsWrittenInTurnKeepTheirOwnIds) {
-  const int fd = udiag_open();
-  ASSERT_GE(fd, 0) << strerror(errno);
-  const int32_t ping = RegisterEnabled(fd, "wp_ping u32 n");
-  const int32_t pong = RegisterEnabled(fd, "wp_pong u32 n");
-  for (uint32_t n = 0; n < 100; ++n) {
-    ASSERT_EQ(n % 3 ? WriteApart<uint32_t>(fd, n % 2 ? pong : ping, n)
-                    : WriteTogether<uint32_t>(fd, n % 2 ? pong : ping, n),
+  std::vector<int> opened;
+  int files[2] = {-1, -1};
+  while (files[1] < 0 && opened.size() < 8) {
+    const int fd = udiag_open();
+    ASSERT_GE(fd, 0) << strerror(errno);
+    opened.push_back(fd);
+    if (files[0] < 0) {
+      files[0] = fd;
+    } else if ((fd - files[0]) % udiag::producer::ThreadRing::kRememberedEvents == 0) {
+      files[1] = fd;
+    }
+  }
+  ASSERT_GE(files[1], 0) << "the case needs two descriptors remembered in the same slots";
+  struct Written {
+    int fd;
+    int32_t index;
+    std::string name;
+  };
+  std::vector<Written> events;
+  for (int f = 0; f < 2; ++f) {
+    for (int e = 0; e < 3; ++e) {
+      const std::string name = "wp_turn_" + std::to_string(f) + "_" + std::to_string(e);
+      events.push_back({files[f], RegisterEnabled(files[f], name + " u32 n"), name});
+    }
+  }
+  ASSERT_EQ(events[0].index, events[3].index) << "the case needs the same indices on both files";
+  for (uint32_t n = 0; n < 120; ++n) {
+    const Written& event = events[n % events.size()];
+    ASSERT_EQ(n % 4 ? WriteApart<uint32_t>(event.fd, event.index, n)
+                    : WriteTogether<uint32_t>(event.fd, event.index, n),
               8);
   }
   const std::string trace = Trace();
-  for (uint32_t n = 0; n < 100; ++n) {
-    const std::string line = Shown(n % 2 ? "wp_pong" : "wp_ping", "n", n);
+  for (uint32_t n = 0; n < 120; ++n) {
+    const std::string line = Shown(events[n % events.size()].name, "n", n);
     EXPECT_EQ(Count(trace, line), 1u) << line << trace;
   }
-  udiag_close(fd);
+  for (int fd : opened) udiag_close(fd);
 }
 
 // An event "u32 n; __rel_loc char[] s" (or __data_loc, with `loc_at` 16:
