@@ -256,6 +256,9 @@ template <bool kMayHaveLocs = true, typename Fill>
     remembered = &RememberedSlot(fd, index);
     if (!IsRemembered(*remembered, fd, index, payload_len)) return WriteEvent(fd, iov, cnt);
   }
+  // Not Gather: with the index whole in the first iovec there is nothing to
+  // skip, and the pieces' moves inline (Gather's call and loop cost a string
+  // event about 2.5 ns).
   return PutRemembered(*remembered, payload_len, [&](uint8_t* dst) {
     base::CopyShort(dst, static_cast<const uint8_t*>(iov[0].iov_base) + sizeof(index),
                     lengths[0] - sizeof(index));
