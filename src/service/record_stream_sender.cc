@@ -361,6 +361,13 @@ void RecordStreamSender::ReportFile(bool ending) {
 
 bool RecordStreamSender::MaySleep() { return !file_ || !file_->WakeAfterWritesFromNow(); }
 
+bool RecordStreamSender::FileOutOfPages() {
+  if (!file_ || file_->free_pages() != 0) return false;
+  if (!file_->Writing()) file_->SubmitAll();
+  file_->SetWakeAfterWrites(true);
+  return true;
+}
+
 uint32_t RecordStreamSender::PoolSlotOf(const uint8_t* page) const {
   const uint8_t* const pool = ring_->pool_page(0);
   if (ring_->pool_pages() == 0 || page < pool || page >= pool + ring_->pool_pages() * ipc::StreamRing::kPoolPageSize) {

@@ -68,6 +68,11 @@ class RecordStreamSender final : public RecordTaker {
   // now on (Pump lets them not, while the loop comes round anyway). False
   // when a write ended unseen meanwhile: the loop must take it first.
   bool MaySleep();
+  // Whether the file's writer has no page it can lend for certain (every
+  // one is queued or on its way to the disk): pages taken from the rings
+  // now would be copied and checked only to be dropped. Then what waits
+  // for a full block is submitted, and the end of a write wakes the loop.
+  bool FileOutOfPages();
   // The event with this id is gone; if the id is reused, its type is sent again.
   void ForgetType(uint32_t id);
   // Page mode: encodes a record into its cpu's page now (RecordTaker). What

@@ -257,7 +257,7 @@ class Server : public EventRegistry::Observer {
   void DeliverPage(const EntryMeta& meta, StagedPage& page);
   void TakeOverlappingPagesApart();
   void UpdateHoldBack();
-  bool OnlyConsumerIsAFullRecorder() const;
+  bool OnlyConsumerIsAFullRecorder();
   bool WaitsForRingBefore(RingSource& src);
   size_t RecordsThatFit() const;
   void DeliverInTimeOrder(bool per_cpu);

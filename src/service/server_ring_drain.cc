@@ -204,19 +204,29 @@ bool Server::WaitsForRingBefore(RingSource& src) {
 
 // A recorder that is the only consumer and has no room in its stream, nor
 // (when its records wait in its instance's buffer, as CTF's and Perfetto's
-// do) in that buffer: the rings are left as they are until it pokes us, and
-// their producers drop what does not fit and count it, which costs nobody
-// anything. Draining them would move the same loss here, after the work of
-// checking and copying each event, and leave the recorder less of the CPU
-// it needs to catch up. A flight recorder's buffer is never full: it keeps
-// the newest.
-bool Server::OnlyConsumerIsAFullRecorder() const {
+// do) in that buffer, nor, when the daemon writes its file and its records
+// go straight to that file's pages, a page to put them in: the rings are
+// left as they are until it pokes us or a write ends, and their producers
+// drop what does not fit and count it, which costs nobody anything.
+// Draining them would move the same loss here, after the work of checking
+// and copying each event, and leave the recorder less of the CPU it needs
+// to catch up. A flight recorder's buffer is never full: it keeps the
+// newest. A request that drains first (the recording's own end, at
+// tracing_on 0) is not kept waiting for the disk: what it drains then is
+// dropped and counted.
+bool Server::OnlyConsumerIsAFullRecorder() {
   for (const auto& [_, conn] : connections_) {
-    if (!conn->record_stream || !conn->stream_waits) continue;
-    const Instance* instance = conn->record_stream->instance();
-    const TraceBuffer& buffer = instance->buffer();
-    const bool full = instance->taker() == conn->record_stream.get() ||
-                      (!buffer.overwrite() && buffer.RoomFor(kMaxRecordBytes) == 0);
+    if (!conn->record_stream) continue;
+    RecordStreamSender& stream = *conn->record_stream;
+    const Instance* instance = stream.instance();
+    const bool direct = instance->taker() == &stream;
+    bool full;
+    if (conn->stream_waits) {
+      const TraceBuffer& buffer = instance->buffer();
+      full = direct || (!buffer.overwrite() && buffer.RoomFor(kMaxRecordBytes) == 0);
+    } else {
+      full = direct && !flush_open_pages_ && stream.FileOutOfPages();
+    }
     if (full && !instance->HasSoftMode() && instances_->OnlyOneTakesEventsIn(*instance)) return true;
   }
   return false;
