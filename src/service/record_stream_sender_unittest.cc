@@ -779,5 +779,35 @@ TEST_F(FileSenderTest, AFailedWriteIsReportedAndLaterPagesCountAsLost) {
   EXPECT_EQ(instance_.buffer().stats().dropped, 1000u) << "the instance's stats say where they went";
 }
 
+// While every page waits for the disk (lent, or queued for a write), the
+// daemon leaves the producers' rings alone (Server::OnlyConsumerIsAFullRecorder).
+// Pages queued short of a full write are submitted then, or the recording
+// would wait for its flush timer: once they are on disk there is room again.
+TEST_F(FileSenderTest, OutOfPagesWhileAllWaitForTheDiskUntilTheQueuedOnesAreWritten) {
+  EXPECT_FALSE(sender_->FileOutOfPages());
+  std::vector<uint8_t*> lent;
+  while (uint8_t* page = sender_->LendPage(0)) lent.push_back(page);
+  ASSERT_GT(lent.size(), 1000u);
+  EXPECT_TRUE(sender_->FileOutOfPages());
+  for (uint8_t* page : lent) sender_->GiveBackPage(page);
+  EXPECT_FALSE(sender_->FileOutOfPages()) << "pages given back are free again";
+
+  lent.clear();
+  while (uint8_t* page = sender_->LendPage(0)) lent.push_back(page);
+  constexpr uint64_t kQueued = 512;  // fewer than a write takes (PageFileWriter::kBlockPages)
+  for (uint64_t i = 0; i < kQueued; ++i) {
+    CheckedPage page = PageOf(lent[i], i * 10, 10);
+    sender_->TakePage({i * 10, 1, 2, 0}, page, 0);
+  }
+  ASSERT_TRUE(sender_->FileOutOfPages());
+  bool room = false;
+  for (int i = 0; i < 10000 && !room; ++i) {
+    room = !sender_->FileOutOfPages();
+    if (!room) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(room) << "the queued pages were never written";
+  for (size_t i = kQueued; i < lent.size(); ++i) sender_->GiveBackPage(lent[i]);
+}
+
 }  // namespace
 }  // namespace udiag::service
