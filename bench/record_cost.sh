@@ -4,9 +4,9 @@
 # and N flood_producer processes beside it, then prints what was recorded
 # and lost (and `udiag record`'s lines saying where) and the daemon's and
 # the recorder's CPU (from /proc) per recorded event from the producers'
-# start, and the daemon's CPU setting the recording up before that. The
-# daemon runs in a session of its own, as users run it (see run_bench.sh's
-# start_daemon).
+# start (and how much of the daemon's was system time), and the daemon's
+# CPU setting the recording up before that. The daemon runs in a session
+# of its own, as users run it (see run_bench.sh's start_daemon).
 #
 #   bench/record_cost.sh BUILD_DIR PRODUCERS SECONDS [RATE]
 #
@@ -28,6 +28,7 @@ trap 'rm -rf "$work"' EXIT
 # that a build copied elsewhere for an A/B run brings its own.
 export LD_LIBRARY_PATH="$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+system_ticks() { awk '{print $15}' "/proc/$1/stat"; }
 
 # stall_disk PID DIR MS EVERY_MS: moves PID into a cgroup of its own and
 # lets it write once a second to DIR's disk for MS of every EVERY_MS ms,
@@ -65,7 +66,7 @@ UDIAG_DIR="$work/daemon" "$build/bin/udiag" record ${RECORD_ARGS:-} -e flood -o 
 recorder=$!
 recorder_before=$(ticks $recorder)
 sleep 0.5  # the recording's instance and auto-enable are in place
-daemon_before=$(ticks $daemon)
+daemon_before=$(ticks $daemon) daemon_system_before=$(system_ticks $daemon)
 pids=()
 for i in $(seq "$producers"); do
   UDIAG_DIR="$work/daemon" "$build/bin/flood_producer" "$seconds" "$rate" >"$work/producer$i.out" 2>&1 &
@@ -78,6 +79,7 @@ fi
 wait "${pids[@]}"
 if [ -n "${STALL:-}" ]; then kill $staller; wait $staller 2>/dev/null || true; fi
 daemon_ticks=$(( $(ticks $daemon) - daemon_before )) recorder_ticks=$(( $(ticks $recorder) - recorder_before ))
+daemon_system_ticks=$(( $(system_ticks $daemon) - daemon_system_before ))
 kill -INT $recorder; wait $recorder
 grep '^udiag record: [0-9]* \(lost\|dropped\)' "$work/record.err" >&2 || true
 kill $daemon; wait $daemon 2>/dev/null || true
@@ -85,12 +87,13 @@ kill $daemon; wait $daemon 2>/dev/null || true
 written=$(awk '{s += $2} END {print s}' "$work"/producer*.out)
 recorded=$(sed -n 's/^udiag record: \([0-9]*\) events (.*/\1/p' "$work/record.err")
 python3 - "$written" "${recorded:-0}" "$daemon_ticks" "$recorder_ticks" "$(getconf CLK_TCK)" "$seconds" \
-  "$(( daemon_before - daemon_started ))" <<'PY'
+  "$(( daemon_before - daemon_started ))" "$daemon_system_ticks" <<'PY'
 import sys
-written, recorded, daemon, recorder, hz, secs, setup = (float(x) for x in sys.argv[1:])
+written, recorded, daemon, recorder, hz, secs, setup, daemon_system = (float(x) for x in sys.argv[1:])
 ns = lambda ticks: ticks / hz * 1e9 / max(recorded, 1)
 print(f"recorded {recorded / 1e6:.2f} M ({recorded / secs / 1e6:.2f} M/s), "
       f"lost {100 * (1 - recorded / written) if written else 0:.1f} % of {written / 1e6:.2f} M written; "
-      f"daemon {ns(daemon):.1f} ns, recorder {ns(recorder):.1f} ns per recorded event; "
+      f"daemon {ns(daemon):.1f} ns ({ns(daemon_system):.1f} of it system time), "
+      f"recorder {ns(recorder):.1f} ns per recorded event; "
       f"setting the recording up: daemon {1e3 * setup / hz:.0f} ms")
 PY
