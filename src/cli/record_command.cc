@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -157,13 +158,24 @@ void PrintLossBreakdown(consumer::ConsumerClient& control, const std::string& in
   if (!stats.ok()) return;
   std::string text = "\n" + *stats;
   uint64_t in_rings = StatsValue(text, "lost in producer rings");
+  // Of those, the daemon left the rings alone while the file's pages waited for the disk.
+  uint64_t disk_behind =
+      std::min(in_rings, StatsValue(text, "lost in producer rings while the disk was behind"));
   uint64_t dropped = StatsValue(text, "dropped events");
   uint64_t overwritten = StatsValue(text, "overrun");
   std::string remedy = block_ms ? fmt::format("the recording stopped reading for over {} ms; --block=MS waits longer", block_ms)
                                 : std::string("--block waits instead of dropping");
-  if (in_rings) {
-    fmt::print(stderr, "udiag record: {} lost in producers' rings, not drained in time (udiagd --ring-kb and --ring-max-kb hold more; {})\n",
-               in_rings, remedy);
+  if (in_rings > disk_behind) {
+    fmt::print(stderr,
+               "udiag record: {} lost in producers' rings, not drained in time (udiagd --ring-kb and "
+               "--ring-max-kb hold more; {})\n",
+               in_rings - disk_behind, remedy);
+  }
+  if (disk_behind) {
+    fmt::print(stderr,
+               "udiag record: {} lost in producers' rings while the daemon's pages waited for the disk "
+               "(--size over 98304 holds more; {})\n",
+               disk_behind, remedy);
   }
   if (dropped && daemon_writes_file) {
     fmt::print(stderr, "udiag record: {} dropped while the daemon's pages waited for the disk (--size over 98304 holds more; {})\n",

@@ -106,11 +106,12 @@ void InstanceSet::UpdateRegistration(Instance& instance, Event* event, bool was_
   if (!now) registry_->Put(event);
 }
 
-void InstanceSet::NoteLost(uint64_t count) {
-  if (top_.tracing_on()) top_.buffer().NoteLost(count);
+void InstanceSet::NoteLost(uint64_t count, bool disk_behind) {
+  if (top_.tracing_on()) top_.buffer().NoteLost(count, disk_behind);
   // A named instance tracing nothing has nothing to lose.
   for (auto& [_, instance] : named_) {
-    if (instance->tracing_on() && !instance->enabled_.empty()) instance->buffer().NoteLost(count);
+    if (instance->tracing_on() && !instance->enabled_.empty())
+      instance->buffer().NoteLost(count, disk_behind);
   }
 }
 

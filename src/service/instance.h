@@ -314,8 +314,9 @@ class InstanceSet {
   // How filters name the thread behind a record (COMM).
   void set_comm_lookup(CommLookup comm) { comm_ = std::move(comm); }
   // Producer-ring losses: reported by the top instance and every named one
-  // that is on and enables some event.
-  void NoteLost(uint64_t count);
+  // that is on and enables some event. `disk_behind`: the daemon had left
+  // the rings alone while a recording's pages waited for the disk.
+  void NoteLost(uint64_t count, bool disk_behind = false);
 
  private:
   bool AnyEnables(uint32_t id) const;

@@ -105,6 +105,9 @@ class Server : public EventRegistry::Observer {
     uint64_t held_since_ns = 0;
     // Rounds in a row whose time limit left records in it.
     uint32_t held_back_rounds = 0;
+    // Left alone since it was last drained, while a recording's pages
+    // waited for the disk: what it lost meanwhile is counted as such.
+    bool left_for_disk = false;
   };
   struct Connection {
     uint64_t id = 0;

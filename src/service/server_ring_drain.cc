@@ -220,14 +220,18 @@ bool Server::OnlyConsumerIsAFullRecorder() {
     RecordStreamSender& stream = *conn->record_stream;
     const Instance* instance = stream.instance();
     const bool direct = instance->taker() == &stream;
-    bool full;
+    bool full, disk_behind = false;
     if (conn->stream_waits) {
       const TraceBuffer& buffer = instance->buffer();
       full = direct || (!buffer.overwrite() && buffer.RoomFor(kMaxRecordBytes) == 0);
     } else {
-      full = direct && !flush_open_pages_ && stream.FileOutOfPages();
+      full = disk_behind = direct && !flush_open_pages_ && stream.FileOutOfPages();
     }
-    if (full && !instance->HasSoftMode() && instances_->OnlyOneTakesEventsIn(*instance)) return true;
+    if (!full || instance->HasSoftMode() || !instances_->OnlyOneTakesEventsIn(*instance)) continue;
+    if (disk_behind) {
+      for (RingSource& src : rings_) src.left_for_disk = true;
+    }
+    return true;
   }
   return false;
 }
@@ -306,7 +310,8 @@ size_t Server::RecordsThatFit() const {
 // Returns the records read (kept or rejected), a whole page counting as
 // page_weight_: it may pass max_records by less than that.
 size_t Server::DrainRing(RingSource& src, size_t max_records, uint64_t before, size_t* delivered_now) {
-  if (uint64_t lost = src.reader->TakeLost()) instances_->NoteLost(lost);
+  if (uint64_t lost = src.reader->TakeLost()) instances_->NoteLost(lost, src.left_for_disk);
+  src.left_for_disk = false;
   auto conn = connections_.find(src.owner);
   // A dead producer's rings may still hold its events: they were checked
   // when it registered them, and ids are not reused soon.

@@ -36,9 +36,11 @@ class TraceBuffer {
   // Appends a copy of `record`. When full: discard-new drops it and counts it
   // lost; overwrite mode drops the oldest chunk of entries instead.
   bool Append(const EntryMeta& meta, std::span<const uint8_t> record);
-  // Counts events lost before reaching this buffer.
-  void NoteLost(uint64_t count) {
+  // Counts events lost before reaching this buffer; `disk_behind`: in rings
+  // the daemon left alone while a recording's pages waited for the disk.
+  void NoteLost(uint64_t count, bool disk_behind = false) {
     stats_.lost_upstream += count;
+    if (disk_behind) stats_.lost_upstream_disk_behind += count;
     never_accepted_ += count;
     CountLost(count);
   }
@@ -93,6 +95,7 @@ class TraceBuffer {
                                  // or dropped by a record stream (NoteDropped)
     uint64_t read = 0;           // consumed by trace_pipe or a record stream
     uint64_t lost_upstream = 0;  // lost in producers' rings, before reaching the buffer
+    uint64_t lost_upstream_disk_behind = 0;  // of those, while the rings were left for the disk
   };
   const Stats& stats() const { return stats_; }
   // Bytes the entries held take, and the oldest one's timestamp (0: none).

@@ -253,8 +253,9 @@ base::ErrorOr<std::string> TracefsTree::Read(std::string_view path, const Caller
   return base::Errno{EINVAL};
 }
 
-// ftrace's per_cpu/cpuN/stats, and one line of ours: what producers' rings
-// lost before the buffer (the kernel's writers have no ring of their own).
+// ftrace's per_cpu/cpuN/stats, and two lines of ours: what producers' rings
+// lost before the buffer (the kernel's writers have no ring of their own),
+// and how much of that while the daemon left them alone for the disk.
 std::string TracefsTree::ReadStats(const TraceBuffer& buffer) const {
   auto seconds = [](uint64_t ns) {
     schema::SecondsMicros t = schema::RoundToMicros(ns);
@@ -263,9 +264,11 @@ std::string TracefsTree::ReadStats(const TraceBuffer& buffer) const {
   const TraceBuffer::Stats& stats = buffer.stats();
   return fmt::format(
       "entries: {}\noverrun: {}\ncommit overrun: 0\nbytes: {}\noldest event ts: {}\nnow ts: {}\n"
-      "dropped events: {}\nread events: {}\nlost in producer rings: {}\n",
+      "dropped events: {}\nread events: {}\nlost in producer rings: {}\n"
+      "lost in producer rings while the disk was behind: {}\n",
       buffer.entries(), stats.overrun, buffer.bytes(), seconds(buffer.oldest_timestamp()),
-      seconds(base::MonotonicNs()), stats.dropped, stats.read, stats.lost_upstream);
+      seconds(base::MonotonicNs()), stats.dropped, stats.read, stats.lost_upstream,
+      stats.lost_upstream_disk_behind);
 }
 
 std::string TracefsTree::ReadStatus() const {

@@ -178,6 +178,7 @@ TEST_F(TracefsTreeTest, PerCpuStatsCountWhereEventsWent) {
   ASSERT_NE(e, nullptr);
   ASSERT_EQ(tree_.Write("events/user_events/test/enable", "1", false, kConsumer), 0);
   instances_.NoteLost(4);
+  instances_.NoteLost(3, /*disk_behind=*/true);
   instances_.Deliver(*e, {2'500'000'000, 1, 1, 0}, std::vector<uint8_t>(8));
   instances_.Deliver(*e, {3'000'000'000, 1, 1, 0}, std::vector<uint8_t>(8));
   TraceEntry entry;
@@ -187,7 +188,10 @@ TEST_F(TracefsTreeTest, PerCpuStatsCountWhereEventsWent) {
   EXPECT_TRUE(stats.starts_with("entries: 1\noverrun: 0\ncommit overrun: 0\nbytes: 48\n"
                                 "oldest event ts:     3.000000\nnow ts: "))
       << stats;
-  EXPECT_TRUE(stats.ends_with("\ndropped events: 0\nread events: 1\nlost in producer rings: 4\n")) << stats;
+  EXPECT_TRUE(
+      stats.ends_with("\ndropped events: 0\nread events: 1\nlost in producer rings: 7\n"
+                      "lost in producer rings while the disk was behind: 3\n"))
+      << stats;
   EXPECT_EQ(tree_.Write("per_cpu/cpu0/stats", "0", false, kConsumer), EACCES);
   EXPECT_FALSE(tree_.Read("per_cpu/cpu1/stats", kConsumer).ok());
   auto listing = tree_.List("per_cpu", kConsumer);
