@@ -187,6 +187,26 @@ echo "running udiag record of eight flood producers ($SECS s)..." >&2
 record_run record8 "" sh -c 'for i in 1 2 3 4 5 6 7 8; do "$0" "$1" & done; wait' "$BIN/flood_producer" "$SECS"
 echo "running an LTTng-UST session of eight flood producers ($SECS s)..." >&2
 lttng_record_run lttng8 8
+# The load LTTng-UST's eight producers offered and its session kept, offered
+# to udiag record by eight producers paced to match: the loss of each
+# tracer with the producers' speed out of the way.
+lttng8_rate=$(python3 - "$OUT" "$SECS" <<'PY'
+import os, re, sys
+out, secs = sys.argv[1], float(sys.argv[2])
+try:
+    written = sum(int(x) for x in re.findall(r"written (\d+)", open(os.path.join(out, "lttng8.out")).read()))
+    m = re.search(r"(\d+) events? (?:were|was) discarded", open(os.path.join(out, "lttng8.stop")).read())
+    kept = written - ((int(m.group(1)) & ((1 << 63) - 1)) if m else 0)
+    print(int(kept / secs / 8) if kept > 0 else "")
+except OSError:
+    print("")
+PY
+)
+if [ -n "$lttng8_rate" ]; then
+  echo "running udiag record of eight flood producers at LTTng-UST's load, $lttng8_rate events/s each ($SECS s)..." >&2
+  record_run record8_lttng_load "" sh -c 'for i in 1 2 3 4 5 6 7 8; do "$0" "$1" "$2" & done; wait' \
+    "$BIN/flood_producer" "$SECS" "$lttng8_rate"
+fi
 echo "running udiag record --block of eight flood producers ($SECS s)..." >&2
 record_run record8_block --block sh -c 'for i in 1 2 3 4 5 6 7 8; do "$0" "$1" & done; wait' "$BIN/flood_producer" "$SECS"
 
@@ -227,6 +247,7 @@ rows = [
     ("floor: load + branch on a plain word, same loop", *median(ud, "BM_LoadBranchFloor")),
     ("one load + branch (udiag disabled check)", *median(ud, "BM_DisabledCheck")),
     ("LTTng-UST tracepoint, disabled", *median(ltd, "BM_LttngTracepoint")),
+    ("the timestamp alone: rdtsc", *median(ring, "BM_Rdtsc")),
     ("floor: rdtsc + copy into a ring + release store", *median(ring, "BM_Floor/rdtsc")),
     ("machine state: a cache line to another thread and back", *median(ring, "BM_CacheLineRoundTrip")),
     ("udiag ring: reserve + 32 B + commit", *median(ring, "BM_RingWrite32")),
@@ -402,7 +423,9 @@ for case, ours, theirs in (("1 producer process", "record1", "lttng1"),
                            ("1 producer process paced at 1 M events/s", "record1_1m", "lttng1_1m"),
                            ("1 producer process paced at 4 M events/s", "record1_4m", "lttng1_4m"),
                            ("4 producer processes paced at 250 k events/s each", "record4_1m", "lttng4_1m"),
-                           ("8 producer processes", "record8", "lttng8")):
+                           ("8 producer processes", "record8", "lttng8"),
+                           ("8 producer processes at LTTng-UST's full-speed load (udiag's paced to what its session kept)",
+                            "record8_lttng_load", "lttng8")):
     kept = {}
     for who, name in (("udiag record", ours), ("LTTng-UST session", theirs)):
         label = f"{who}, {case}"
