@@ -273,9 +273,12 @@ int Record(const RecordOptions& options) {
     fmt::print(stderr, "udiag record: the recording ended early: {}; keeping the {} events received\n",
                base::DescribeErrno(err), sink.events());
   }
-  if (stream && stream->writes_file() && sink.events_not_on_disk() > 0) {
-    fmt::print(stderr, "udiag record: {} events were in pages the daemon had not written yet: they are not in the file\n",
-               sink.events_not_on_disk());
+  if (uint64_t unwritten = sink.CountUnwrittenAsLost()) {
+    fmt::print(
+        stderr,
+        "udiag record: {} events were in pages the daemon had not written yet: they are not in the file, "
+        "and are counted lost\n",
+        unwritten);
   }
 
   int finish = (*writer)->Finish(CurrentInfo(sink));

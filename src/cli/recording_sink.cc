@@ -96,8 +96,9 @@ bool RecordingSink::TakeRecordsOf(uint16_t cpu, std::span<const uint8_t> page,
 bool RecordingSink::OnFilePage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) {
   file_synced_ = false;
   if (cpu >= unwritten_.size()) unwritten_.resize(cpu + 1);
-  unwritten_[cpu].events.push_back(counts.events);
-  return CountPage(cpu, page, counts);
+  UnwrittenPage& unwritten = unwritten_[cpu].pages.emplace_back(
+      UnwrittenPage{counts.events, counts.data_bytes, counts.only_type, {}});
+  return CountPage(cpu, page, counts, &unwritten.by_type);
 }
 
 bool RecordingSink::OnPagesOnDisk(uint16_t cpu, uint64_t bytes) {
@@ -105,18 +106,30 @@ bool RecordingSink::OnPagesOnDisk(uint16_t cpu, uint64_t bytes) {
   Unwritten& unwritten = unwritten_[cpu];
   const uint64_t pages = bytes / record::tracedat::kPageSize;
   // The daemon reports only pages it counted to us first, and never fewer.
-  if (pages < unwritten.pages_on_disk || pages - unwritten.pages_on_disk > unwritten.events.size()) return false;
-  unwritten.events.erase(unwritten.events.begin(),
-                         unwritten.events.begin() + static_cast<ptrdiff_t>(pages - unwritten.pages_on_disk));
+  if (pages < unwritten.pages_on_disk || pages - unwritten.pages_on_disk > unwritten.pages.size())
+    return false;
+  unwritten.pages.erase(unwritten.pages.begin(),
+                        unwritten.pages.begin() + static_cast<ptrdiff_t>(pages - unwritten.pages_on_disk));
   unwritten.pages_on_disk = pages;
   return true;
 }
 
-uint64_t RecordingSink::events_not_on_disk() const {
+uint64_t RecordingSink::CountUnwrittenAsLost() {
+  auto uncount = [&](uint32_t type, uint64_t events) {
+    if (type < by_id_.size()) by_id_[type].count -= events;
+  };
   uint64_t events = 0;
-  for (const Unwritten& unwritten : unwritten_) {
-    for (uint32_t count : unwritten.events) events += count;
+  for (Unwritten& unwritten : unwritten_) {
+    for (const UnwrittenPage& page : unwritten.pages) {
+      if (page.only_type != 0) uncount(page.only_type, page.events);
+      for (const auto& [type, count] : page.by_type) uncount(type, count);
+      events += page.events;
+      bytes_ -= page.data_bytes;
+    }
+    unwritten.pages.clear();
   }
+  events_ -= events;
+  lost_ += events;
   return events;
 }
 
@@ -132,10 +145,11 @@ bool RecordingSink::OnFileSynced() {
 
 // Counted from the daemon's frame: the page itself is read only when it
 // holds several types (stored, it is copied, not read).
-bool RecordingSink::CountPage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts) {
+bool RecordingSink::CountPage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts,
+                              std::vector<TypeCount>* by_type) {
   if (counts.only_type != 0) {
     if (counts.only_type < by_id_.size()) by_id_[counts.only_type].count += counts.events;
-  } else if (!CountByType(page)) {
+  } else if (!CountByType(page, by_type)) {
     return false;
   }
   events_ += counts.events;
@@ -146,11 +160,13 @@ bool RecordingSink::CountPage(uint16_t cpu, std::span<const uint8_t> page, const
 }
 
 // A page of several types is mostly one event after another: counted per run.
-bool RecordingSink::CountByType(std::span<const uint8_t> page) {
-  uint64_t lost = 0, run = 0;
+bool RecordingSink::CountByType(std::span<const uint8_t> page, std::vector<TypeCount>* by_type) {
+  uint64_t lost = 0;
+  uint32_t run = 0;
   uint16_t run_type = 0;
   auto end_run = [&] {
     if (run_type < by_id_.size()) by_id_[run_type].count += run;
+    if (by_type && run) by_type->emplace_back(run_type, run);
     run = 0;
   };
   int err = record::tracedat::ForEachPageRecord(page, sizeof(uint64_t), &lost, [&](const record::tracedat::PageRecord& r) {

@@ -15,6 +15,7 @@
 #include <deque>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "consumer/record_stream.h"
@@ -48,8 +49,10 @@ class RecordingSink : public consumer::RecordSink {
   // having stopped (no page has come since it said so).
   bool file_synced() const { return file_synced_; }
   // Of the events counted, those in pages the daemon had yet to write (it
-  // died, or its disk stalled past the end).
-  uint64_t events_not_on_disk() const;
+  // died, or its disk stalled past the end): not in the file, so taken out
+  // of the counts of events, bytes and each event and counted lost instead.
+  // Returns how many. Once the stream has ended.
+  uint64_t CountUnwrittenAsLost();
 
   // "  <system>:<name>  <count>" lines, in order of first appearance, and a
   // line for the losses (which cannot be told apart by event).
@@ -58,10 +61,15 @@ class RecordingSink : public consumer::RecordSink {
  private:
   void Take(const record::Record& record, uint64_t* last);
   bool TakeRecordsOf(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts);
-  // Adds a page's records to their events' counts, reading each event header.
-  bool CountByType(std::span<const uint8_t> page);
-  // Counts a page's events and losses (what the daemon said of it).
-  bool CountPage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts);
+  // An event id and how many of a page's events it has.
+  using TypeCount = std::pair<uint16_t, uint32_t>;
+  // Adds a page's records to their events' counts, reading each event
+  // header; and appends those counts to `*by_type` when not null.
+  bool CountByType(std::span<const uint8_t> page, std::vector<TypeCount>* by_type);
+  // Counts a page's events and losses (what the daemon said of it); a page
+  // of several types is counted by type into `*by_type` too, when not null.
+  bool CountPage(uint16_t cpu, std::span<const uint8_t> page, const consumer::PageCounts& counts,
+                 std::vector<TypeCount>* by_type = nullptr);
 
   struct Counted {
     std::string name;
@@ -74,10 +82,17 @@ class RecordingSink : public consumer::RecordSink {
   uint64_t last_timestamp_ = 0;
   uint16_t max_cpu_ = 0;
   bool file_synced_ = false;
-  // By cpu: the events of each page counted and not yet reported on disk,
-  // oldest first, and the pages reported on disk.
+  // What a page counted and not yet reported on disk added to the counts.
+  struct UnwrittenPage {
+    uint32_t events = 0;
+    uint32_t data_bytes = 0;
+    uint32_t only_type = 0;          // its events' id, or 0: by_type says
+    std::vector<TypeCount> by_type;  // a page of several types
+  };
+  // By cpu: the pages counted and not yet reported on disk, oldest first,
+  // and the pages reported on disk.
   struct Unwritten {
-    std::deque<uint32_t> events;
+    std::deque<UnwrittenPage> pages;
     uint64_t pages_on_disk = 0;
   };
   std::vector<Unwritten> unwritten_;

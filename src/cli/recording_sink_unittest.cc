@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "record/tracedat/page_encoder.h"
@@ -98,6 +99,56 @@ TEST(RecordingSinkTest, APageRecordShorterThanACommonHeaderFailsTheStream) {
   encoder.FinishInto(page.data());
   EXPECT_FALSE(sink.OnPage(0, page, {1, 10, 8, 0}));
   EXPECT_TRUE(writer.written.empty());
+}
+
+// A trace.dat whose pages the daemon writes itself: the sink only counts
+// them, and hears which are on disk.
+class DaemonWrittenPages : public RecordsOnlyWriter {
+ public:
+  bool PagesOnDisk(uint16_t, uint64_t) override { return true; }
+};
+
+// A page of one record of each of `types`, one after another, as a page
+// of several types is sent (only_type 0).
+std::array<uint8_t, record::tracedat::kPageSize> PageOfTypes(std::vector<uint16_t> types,
+                                                             consumer::PageCounts* counts) {
+  record::tracedat::PageEncoder encoder;
+  uint64_t time = 1000;
+  for (uint16_t type : types) {
+    std::array<uint8_t, 12> data{};
+    std::memcpy(data.data(), &type, sizeof(type));
+    EXPECT_TRUE(encoder.Append(time++, data));
+  }
+  *counts = {static_cast<uint32_t>(types.size()), 0, encoder.data_bytes(), 0};
+  std::array<uint8_t, record::tracedat::kPageSize> page;
+  encoder.FinishInto(page.data());
+  return page;
+}
+
+TEST(RecordingSinkTest, EventsOfPagesTheDaemonNeverWroteAreCountedLostNotKept) {
+  DaemonWrittenPages writer;
+  RecordingSink sink(&writer);
+  sink.OnEventType({.id = 10, .system = "user_events", .name = "tick", .fields = {}});
+  sink.OnEventType({.id = 11, .system = "user_events", .name = "tock", .fields = {}});
+  consumer::PageCounts counts;
+  auto written = Page(101, {1000, 2000, 3000}, 0, &counts);
+  const uint64_t written_bytes = counts.data_bytes;
+  ASSERT_TRUE(sink.OnFilePage(0, written, counts));
+  auto after = Page(101, {4000, 5000}, 1, &counts);
+  ASSERT_TRUE(sink.OnFilePage(0, after, counts));
+  auto mixed = PageOfTypes({10, 11, 11}, &counts);
+  ASSERT_TRUE(sink.OnFilePage(1, mixed, counts));
+  ASSERT_TRUE(sink.OnPagesOnDisk(0, record::tracedat::kPageSize));  // cpu 0's first page
+  EXPECT_EQ(sink.events(), 8u);
+
+  EXPECT_EQ(sink.CountUnwrittenAsLost(), 5u);
+  EXPECT_EQ(sink.events(), 3u) << "what is in the file";
+  EXPECT_EQ(sink.bytes(), written_bytes);
+  EXPECT_EQ(sink.lost(), 6u) << "the page's own loss and the five never written";
+  const std::string summary = sink.Summary();
+  EXPECT_NE(summary.find("user_events:tick             3\n"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("user_events:tock             0\n"), std::string::npos) << summary;
+  EXPECT_EQ(sink.CountUnwrittenAsLost(), 0u) << "counted once";
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 #!/bin/sh
 # A recording whose daemon is killed mid-stream keeps what it received (less
-# what the daemon had yet to write into a trace.dat, as it says): the
-# recorder says so, exits non-zero, and leaves a whole trace.dat that
-# trace-cmd and `udiag report` open, in page mode and with CTF's records.
+# what the daemon had yet to write into a trace.dat, as it says, counting
+# those lost): the recorder says so, exits non-zero, its counts are the
+# file's, and it leaves a whole trace.dat that trace-cmd and `udiag report`
+# open, in page mode and with CTF's records.
 # Usage: run_record_daemon_death.sh BIN_DIR
 BIN_DIR="$1"
 UDIAG="$BIN_DIR/udiag"
@@ -36,6 +37,13 @@ for format in dat ctf; do
   received=$(sed -n 's/.*keeping the \([0-9]*\) events received/\1/p' "$T/$format.err")
   unwritten=$(sed -n 's/^udiag record: \([0-9]*\) events were in pages the daemon had not written yet.*/\1/p' "$T/$format.err")
   [ "$kept" = $((received - ${unwritten:-0})) ] || fail "$format: $kept events in the file, not $received received less ${unwritten:-0} unwritten"
+  # The summary and the count by event say what the file holds, and count
+  # the events never written as lost.
+  summary=$(sed -n 's/^udiag record: \([0-9]*\) events (.*) in .* s, \([0-9]*\) lost -> .*/\1 \2/p' "$T/$format.err")
+  [ "${summary% *}" = "$kept" ] || fail "$format: the summary says '$summary' (events lost), the file has $kept events"
+  [ "${summary#* }" -ge "${unwritten:-0}" ] || fail "$format: the summary counts ${summary#* } lost, fewer than the ${unwritten:-0} never written"
+  counted=$(awk '$1 == "user_events:counted" {print $2}' "$T/$format.err")
+  [ "$counted" = "$kept" ] || fail "$format: the count by event says $counted, the file has $kept"
   if [ $format = dat ]; then
     got=$(trace-cmd report "$T/x.dat" 2>&1 | grep -c 'counted:')
     [ "$got" = "$kept" ] || fail "trace-cmd report shows $got events, udiag report $kept"
