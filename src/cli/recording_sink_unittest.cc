@@ -10,6 +10,7 @@
 #include <array>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "record/tracedat/page_encoder.h"
@@ -37,23 +38,38 @@ class RecordsOnlyWriter : public record::TraceWriter {
   std::vector<Written> written;
 };
 
-// A checked page as the daemon sends it: records of `tid` (type 10, one
-// payload byte each), stamped `times`, after `lost` lost events.
-std::array<uint8_t, record::tracedat::kPageSize> Page(uint32_t tid, std::vector<uint64_t> times,
-                                                      uint64_t lost, consumer::PageCounts* counts) {
+using PageBytes = std::array<uint8_t, record::tracedat::kPageSize>;
+// A record's data: the common header and one payload byte.
+using RecordData = std::array<uint8_t, 12>;
+
+// A checked page as the daemon sends it: `records` (times and data), after
+// `lost` lost events, all of type `only_type` (or 0: of several).
+PageBytes PageOf(const std::vector<std::pair<uint64_t, RecordData>>& records, uint64_t lost,
+                 uint32_t only_type, consumer::PageCounts* counts) {
   record::tracedat::PageEncoder encoder;
   if (lost) encoder.MarkLostBefore(lost);
-  uint8_t payload = 0;
-  for (uint64_t time : times) {
-    std::array<uint8_t, 12> data{10, 0, 0, 0};
-    std::memcpy(data.data() + 4, &tid, sizeof(tid));
-    data[8] = payload++;
-    EXPECT_TRUE(encoder.Append(time, data));
-  }
-  *counts = {static_cast<uint32_t>(times.size()), 10, encoder.data_bytes(), lost};
-  std::array<uint8_t, record::tracedat::kPageSize> page;
+  for (const auto& [time, data] : records) EXPECT_TRUE(encoder.Append(time, data));
+  *counts = {static_cast<uint32_t>(records.size()), only_type, encoder.data_bytes(), lost};
+  PageBytes page;
   encoder.FinishInto(page.data());
   return page;
+}
+
+RecordData Data(uint16_t type, uint32_t tid, uint8_t payload) {
+  RecordData data{};
+  std::memcpy(data.data(), &type, sizeof(type));
+  std::memcpy(data.data() + 4, &tid, sizeof(tid));
+  data[8] = payload;
+  return data;
+}
+
+// Records of `tid` (type 10, one payload byte each, counting up), stamped
+// `times`, after `lost` lost events.
+PageBytes Page(uint32_t tid, const std::vector<uint64_t>& times, uint64_t lost,
+               consumer::PageCounts* counts) {
+  std::vector<std::pair<uint64_t, RecordData>> records;
+  for (uint64_t time : times) records.emplace_back(time, Data(10, tid, static_cast<uint8_t>(records.size())));
+  return PageOf(records, lost, 10, counts);
 }
 
 TEST(RecordingSinkTest, PagesReachARecordsWriterAsTheirRecordsInTimeOrderPerCpu) {
@@ -95,7 +111,7 @@ TEST(RecordingSinkTest, APageRecordShorterThanACommonHeaderFailsTheStream) {
   record::tracedat::PageEncoder encoder;
   const std::array<uint8_t, 4> short_record{10, 0, 0, 0};
   ASSERT_TRUE(encoder.Append(1000, short_record));
-  std::array<uint8_t, record::tracedat::kPageSize> page;
+  PageBytes page;
   encoder.FinishInto(page.data());
   EXPECT_FALSE(sink.OnPage(0, page, {1, 10, 8, 0}));
   EXPECT_TRUE(writer.written.empty());
@@ -108,23 +124,6 @@ class DaemonWrittenPages : public RecordsOnlyWriter {
   bool PagesOnDisk(uint16_t, uint64_t) override { return true; }
 };
 
-// A page of one record of each of `types`, one after another, as a page
-// of several types is sent (only_type 0).
-std::array<uint8_t, record::tracedat::kPageSize> PageOfTypes(std::vector<uint16_t> types,
-                                                             consumer::PageCounts* counts) {
-  record::tracedat::PageEncoder encoder;
-  uint64_t time = 1000;
-  for (uint16_t type : types) {
-    std::array<uint8_t, 12> data{};
-    std::memcpy(data.data(), &type, sizeof(type));
-    EXPECT_TRUE(encoder.Append(time++, data));
-  }
-  *counts = {static_cast<uint32_t>(types.size()), 0, encoder.data_bytes(), 0};
-  std::array<uint8_t, record::tracedat::kPageSize> page;
-  encoder.FinishInto(page.data());
-  return page;
-}
-
 TEST(RecordingSinkTest, EventsOfPagesTheDaemonNeverWroteAreCountedLostNotKept) {
   DaemonWrittenPages writer;
   RecordingSink sink(&writer);
@@ -136,7 +135,8 @@ TEST(RecordingSinkTest, EventsOfPagesTheDaemonNeverWroteAreCountedLostNotKept) {
   ASSERT_TRUE(sink.OnFilePage(0, written, counts));
   auto after = Page(101, {4000, 5000}, 1, &counts);
   ASSERT_TRUE(sink.OnFilePage(0, after, counts));
-  auto mixed = PageOfTypes({10, 11, 11}, &counts);
+  auto mixed =
+      PageOf({{1000, Data(10, 101, 0)}, {1001, Data(11, 101, 1)}, {1002, Data(11, 101, 2)}}, 0, 0, &counts);
   ASSERT_TRUE(sink.OnFilePage(1, mixed, counts));
   ASSERT_TRUE(sink.OnPagesOnDisk(0, record::tracedat::kPageSize));  // cpu 0's first page
   EXPECT_EQ(sink.events(), 8u);
