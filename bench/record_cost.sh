@@ -16,9 +16,11 @@
 # STALL=MS/EVERY_MS stalls the daemon's disk writes for MS ms every EVERY_MS
 # ms while the producers run (root, cgroup v1 blkio or v2 io): the same
 # stall in every run, where the disk's own stalls differ from run to run.
+# OUT names the output file (default out.dat; out.ctf or out.pftrace record
+# CTF or Perfetto).
 set -euo pipefail
 if [ $# -lt 3 ] || [ "$1" = --help ]; then
-  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
   [ "${1:-}" = --help ]; exit
 fi
 build=$1 producers=$2 seconds=$3 rate=${4:-0}
@@ -62,7 +64,7 @@ for _ in $(seq 50); do [ -S "$work/daemon/control.sock" ] && break; sleep 0.1; d
 # As in make bench: the daemon's CPU counts from the producers' start, and
 # what setting the recording up took (faulting in its first pages) apart.
 daemon_started=$(ticks $daemon)
-UDIAG_DIR="$work/daemon" "$build/bin/udiag" record ${RECORD_ARGS:-} -e flood -o "$work/out.dat" 2>"$work/record.err" &
+UDIAG_DIR="$work/daemon" "$build/bin/udiag" record ${RECORD_ARGS:-} -e flood -o "$work/${OUT:-out.dat}" 2>"$work/record.err" &
 recorder=$!
 recorder_before=$(ticks $recorder)
 sleep 0.5  # the recording's instance and auto-enable are in place

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/short_copy.h"
 #include "record/perfetto/debug_annotation.h"
 #include "record/perfetto/perfetto_fields.h"
 #include "record/perfetto/perfetto_writer.h"
@@ -70,31 +71,6 @@ void AppendFramed(ProtoMessage* packet, std::string* out) {
   *out += framed.bytes();
 }
 
-std::unique_ptr<IntegerEventPlan> IntegerEventPlan::For(const EventType& type) {
-  if (schema::IsEventHeaderEvent(type.name, type.fields)) return nullptr;
-  auto plan = std::make_unique<IntegerEventPlan>();
-  ProtoMessage category_and_name;
-  category_and_name.Bytes(event::kCategories, type.system);
-  category_and_name.Bytes(event::kName, type.name);
-  plan->category_and_name_ = category_and_name.bytes();
-  for (const schema::Field& field : type.fields) {
-    if (field.kind != schema::FieldKind::kInteger ||
-        (field.size != 1 && field.size != 2 && field.size != 4 && field.size != 8)) {
-      return nullptr;
-    }
-    // The annotation of a zero ends in its value's one byte: the rest is
-    // the same for every value.
-    schema::TypedValue zero;
-    zero.name = field.name;
-    zero.kind = field.is_signed ? schema::ValueKind::kSigned : schema::ValueKind::kUnsigned;
-    std::string head = EncodeDebugAnnotation(zero).bytes();
-    head.pop_back();
-    plan->fields_.push_back({field.offset, field.size, field.is_signed, std::move(head)});
-    plan->record_bytes_ = std::max(plan->record_bytes_, uint64_t{field.offset} + field.size);
-  }
-  return plan;
-}
-
 namespace {
 
 // A key and a varint value, sized or written.
@@ -112,35 +88,70 @@ char* PutLengthHead(char* at, uint32_t field, uint64_t length) {
   return PutVarint(PutVarint(at, KeyOf(field, kWireLength)), length);
 }
 char* PutBytes(char* at, std::string_view bytes) {
-  std::memcpy(at, bytes.data(), bytes.size());
+  base::CopyShort(reinterpret_cast<uint8_t*>(at), reinterpret_cast<const uint8_t*>(bytes.data()),
+                  bytes.size());
   return at + bytes.size();
 }
 
+constexpr size_t kMaxVarintBytes = 10;
+
 }  // namespace
 
-bool IntegerEventPlan::Append(const Record& record, std::string* out) const {
-  if (record.lost_before > 0 || record.data.size() < record_bytes_) return false;
-  const uint8_t* const data = record.data.data();
-  // Sized from the inside out, then written from the outside in.
-  size_t annotations = 0;
-  for (const FieldPlan& field : fields_) {
-    const size_t bytes =
-        field.head.size() + VarintSize(schema::IntegerBits(data + field.offset, field.size, field.is_signed));
-    annotations += LengthHeadSize(event::kDebugAnnotations, bytes) + bytes;
+std::unique_ptr<IntegerEventPlan> IntegerEventPlan::For(const EventType& type) {
+  if (schema::IsEventHeaderEvent(type.name, type.fields)) return nullptr;
+  auto plan = std::make_unique<IntegerEventPlan>();
+  ProtoMessage category_and_name;
+  category_and_name.Bytes(event::kCategories, type.system);
+  category_and_name.Bytes(event::kName, type.name);
+  plan->category_and_name_ = category_and_name.bytes();
+  plan->fixed_track_event_bytes_ = VarintEntrySize(event::kType, event::kInstant) +
+                                   VarintSize(KeyOf(event::kTrackUuid, kWireVarint)) +
+                                   plan->category_and_name_.size();
+  // Besides those: the track, each annotation's length and value, the
+  // packet's entries and the two lengths around it, and a short head's padding.
+  plan->max_bytes_ = 9 * kMaxVarintBytes + kShortHead;
+  if (type.fields.size() > kMaxFields) return nullptr;
+  for (const schema::Field& field : type.fields) {
+    if (field.kind != schema::FieldKind::kInteger ||
+        (field.size != 1 && field.size != 2 && field.size != 4 && field.size != 8)) {
+      return nullptr;
+    }
+    // The annotation of a zero ends in its value's one byte: the rest is
+    // the same for every value.
+    schema::TypedValue zero;
+    zero.name = field.name;
+    zero.kind = field.is_signed ? schema::ValueKind::kSigned : schema::ValueKind::kUnsigned;
+    std::string head = EncodeDebugAnnotation(zero).bytes();
+    head.pop_back();
+    plan->fixed_track_event_bytes_ += VarintSize(KeyOf(event::kDebugAnnotations, kWireLength)) + head.size();
+    plan->max_bytes_ += 2 * kMaxVarintBytes;
+    const auto head_size = static_cast<uint32_t>(head.size());
+    head.resize(std::max<size_t>(head.size(), kShortHead));
+    plan->fields_.push_back({field.offset, field.size, field.is_signed, std::move(head), head_size});
+    plan->record_bytes_ = std::max(plan->record_bytes_, uint64_t{field.offset} + field.size);
   }
+  plan->max_bytes_ += plan->fixed_track_event_bytes_;
+  return plan;
+}
+
+char* IntegerEventPlan::Write(const Record& record, char* at) const {
+  if (record.lost_before > 0 || record.data.size() < record_bytes_) return nullptr;
+  const uint8_t* const data = record.data.data();
+  uint64_t values[kMaxFields];
+  // Sized from the inside out, then written from the outside in.
   const uint64_t track = kThreadTrackBase + record.tid;
-  const size_t track_event = VarintEntrySize(event::kType, event::kInstant) +
-                             VarintEntrySize(event::kTrackUuid, track) + category_and_name_.size() +
-                             annotations;
+  size_t track_event = fixed_track_event_bytes_ + VarintSize(track);
+  for (size_t i = 0; i < fields_.size(); ++i) {
+    const FieldPlan& field = fields_[i];
+    values[i] = schema::IntegerBits(data + field.offset, field.size, field.is_signed);
+    const size_t value_bytes = VarintSize(values[i]);
+    track_event += VarintSize(field.head_size + value_bytes) + value_bytes;
+  }
   const size_t packet = VarintEntrySize(packet::kTimestamp, record.timestamp) +
                         VarintEntrySize(packet::kTimestampClockId, clock::kMonotonic) +
                         LengthHeadSize(packet::kTrackEvent, track_event) + track_event +
                         VarintEntrySize(packet::kSequenceId, kSequenceId);
-  const size_t framed = LengthHeadSize(trace::kPacket, packet) + packet;
 
-  const size_t start = out->size();
-  out->resize(start + framed);
-  char* at = out->data() + start;
   at = PutLengthHead(at, trace::kPacket, packet);
   at = PutVarintEntry(at, packet::kTimestamp, record.timestamp);
   at = PutVarintEntry(at, packet::kTimestampClockId, clock::kMonotonic);
@@ -148,13 +159,18 @@ bool IntegerEventPlan::Append(const Record& record, std::string* out) const {
   at = PutVarintEntry(at, event::kType, event::kInstant);
   at = PutVarintEntry(at, event::kTrackUuid, track);
   at = PutBytes(at, category_and_name_);
-  for (const FieldPlan& field : fields_) {
-    const uint64_t value = schema::IntegerBits(data + field.offset, field.size, field.is_signed);
-    at = PutLengthHead(at, event::kDebugAnnotations, field.head.size() + VarintSize(value));
-    at = PutVarint(PutBytes(at, field.head), value);
+  for (size_t i = 0; i < fields_.size(); ++i) {
+    const FieldPlan& field = fields_[i];
+    at = PutLengthHead(at, event::kDebugAnnotations, field.head_size + VarintSize(values[i]));
+    if (field.head_size <= kShortHead) {
+      std::memcpy(at, field.head.data(), kShortHead);  // with its padding: one size, no branches
+      at += field.head_size;
+    } else {
+      at = PutBytes(at, {field.head.data(), field.head_size});
+    }
+    at = PutVarint(at, values[i]);
   }
-  PutVarintEntry(at, packet::kSequenceId, kSequenceId);
-  return true;
+  return PutVarintEntry(at, packet::kSequenceId, kSequenceId);
 }
 
 }  // namespace udiag::record::perfetto

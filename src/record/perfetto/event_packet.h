@@ -35,21 +35,37 @@ class IntegerEventPlan {
   // Null unless every field of `type` is an integer of 1, 2, 4 or 8 bytes
   // (an EventHeader event never is).
   static std::unique_ptr<IntegerEventPlan> For(const EventType& type);
-  // Appends the framed packet of `record`, exactly as AppendFramed(
-  // EventPacket) would; false, appending nothing, for a record with losses
-  // before it or too short for the fields (EventPacket takes those).
-  bool Append(const Record& record, std::string* out) const;
+  // The room Write needs for one record.
+  size_t max_bytes() const { return max_bytes_; }
+  // Writes the framed packet of `record` at `at`, which has max_bytes() of
+  // room, exactly as AppendFramed(EventPacket) would, and returns its end
+  // (the room after it may have been written to as well);
+  // null, writing nothing, for a record with losses before it or too short
+  // for the fields (EventPacket takes those).
+  char* Write(const Record& record, char* at) const;
 
  private:
+  // Heads up to this long are copied whole, padding and all, in two moves.
+  static constexpr size_t kShortHead = 32;
+  // Types with more fields go to EventPacket, so that Write keeps each
+  // value on its stack between sizing and writing.
+  static constexpr size_t kMaxFields = 64;
   struct FieldPlan {
     uint32_t offset;
     uint32_t size;
     bool is_signed;
-    // The annotation up to its value: its name, and the value's key.
+    // The annotation up to its value (its name, and the value's key), in
+    // head_size bytes, then zeros up to kShortHead at least.
     std::string head;
+    uint32_t head_size;
   };
+  // The TrackEvent's bytes that are the same in every record: the type
+  // entry, the track's key, the category and name after the track, and
+  // each annotation's key, length byte and head.
+  size_t fixed_track_event_bytes_ = 0;
   std::string category_and_name_;  // the TrackEvent's entries after its track
   uint64_t record_bytes_ = 0;      // that a record must have
+  size_t max_bytes_ = 0;
   std::vector<FieldPlan> fields_;
 };
 

@@ -1,6 +1,6 @@
 // IntegerEventPlan against the packet it stands in for: for every integer
 // type and size, values at the varint boundaries, any thread and time, the
-// bytes it appends must be AppendFramed(EventPacket)'s.
+// bytes it writes must be AppendFramed(EventPacket)'s, within max_bytes().
 
 #include "record/perfetto/event_packet.h"
 
@@ -19,6 +19,20 @@ EventType TypeOf(uint32_t id, const std::string& command) {
   schema::EventDescription event;
   EXPECT_EQ(schema::ParseCommand(command, &event), 0) << command;
   return {id, "user_events", event.name, event.fields};
+}
+
+// What plan.Write puts down for `record` ("refused" for null), checking
+// that it stays within max_bytes().
+std::string Planned(const IntegerEventPlan& plan, const Record& record) {
+  std::string room(plan.max_bytes() + 1, '\xa5');
+  const char* end = plan.Write(record, room.data());
+  EXPECT_EQ(room.back(), '\xa5') << "wrote past max_bytes()";
+  if (end == nullptr) {
+    EXPECT_EQ(room, std::string(room.size(), '\xa5')) << "refused, yet wrote";
+    return "refused";
+  }
+  EXPECT_LE(end - room.data(), static_cast<ptrdiff_t>(plan.max_bytes()));
+  return room.substr(0, end - room.data());
 }
 
 // A record of `type` with random field values, drawn mostly from the
@@ -65,6 +79,9 @@ TEST(IntegerEventPlanTest, AppendsWhatTheGeneralPacketHolds) {
       TypeOf(11, "sizes s8 a;u8 b;s16 c;u16 d;s32 e;u32 f;s64 g;u64 h"),
       TypeOf(12, "kernel_names int i;unsigned int u;short s;unsigned short us;char c;unsigned char uc"),
       TypeOf(13, "none"),
+      // Names long enough that an annotation's length takes two bytes, and
+      // that the category and name are over 64 bytes.
+      TypeOf(14, std::string(100, 'e') + " u16 " + std::string(130, 'f') + ";s64 " + std::string(60, 'g')),
   };
   std::mt19937_64 random(42);
   for (const EventType& type : types) {
@@ -75,9 +92,7 @@ TEST(IntegerEventPlanTest, AppendsWhatTheGeneralPacketHolds) {
       const uint64_t times[] = {0, 1, random(), UINT64_MAX};
       const uint32_t tids[] = {1, 4242, static_cast<uint32_t>(random()), UINT32_MAX};
       const Record record{times[i % 4], 100, tids[i / 4 % 4], static_cast<uint16_t>(i % 3), type.id, 0, data};
-      std::string planned = "before";
-      ASSERT_TRUE(plan->Append(record, &planned));
-      ASSERT_EQ(planned, "before" + GeneralPacket(type, record)) << type.name << " record " << i;
+      ASSERT_EQ(Planned(*plan, record), GeneralPacket(type, record)) << type.name << " record " << i;
     }
   }
 }
@@ -87,11 +102,9 @@ TEST(IntegerEventPlanTest, LeavesLossesAndShortRecordsToTheGeneralPacket) {
   auto plan = IntegerEventPlan::For(type);
   ASSERT_NE(plan, nullptr);
   std::vector<uint8_t> data(8 + 32);
-  std::string out;
-  EXPECT_FALSE(plan->Append({5, 1, 1, 0, 10, /*lost_before=*/3, data}, &out));
+  EXPECT_EQ(Planned(*plan, {5, 1, 1, 0, 10, /*lost_before=*/3, data}), "refused");
   data.pop_back();
-  EXPECT_FALSE(plan->Append({5, 1, 1, 0, 10, 0, data}, &out));
-  EXPECT_EQ(out, "");
+  EXPECT_EQ(Planned(*plan, {5, 1, 1, 0, 10, 0, data}), "refused");
 }
 
 TEST(IntegerEventPlanTest, OnlyTypesOfIntegersHaveOne) {

@@ -3,8 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <ctime>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -28,6 +31,30 @@ namespace track = perfetto::track;
 
 // Packets are written in chunks of about this size.
 constexpr size_t kFlushBytes = 256 * 1024;
+
+// The file's bytes not yet written: packets are encoded straight into it,
+// with no zero-filling or copying per packet.
+class PacketBuffer {
+ public:
+  // Room for `bytes` more at the end, kept until the next call.
+  char* Room(size_t bytes) {
+    if (used_ + bytes > bytes_.size()) bytes_.resize(std::max(2 * bytes_.size(), used_ + bytes));
+    return bytes_.data() + used_;
+  }
+  // What was written into Room up to `end` is kept.
+  void Grew(const char* end) { used_ = static_cast<size_t>(end - bytes_.data()); }
+  void Append(std::string_view bytes) {
+    char* at = Room(bytes.size());
+    std::memcpy(at, bytes.data(), bytes.size());
+    Grew(at + bytes.size());
+  }
+  std::string_view bytes() const { return {bytes_.data(), used_}; }
+  void Clear() { used_ = 0; }
+
+ private:
+  std::string bytes_ = std::string(kFlushBytes + 4096, '\0');
+  size_t used_ = 0;
+};
 
 uint64_t ReadClock(clockid_t id) {
   timespec ts{};
@@ -66,15 +93,30 @@ class PerfettoWriter final : public TraceWriter {
   }
 
   void Write(const Record& record) override {
-    if (!process_tracks_.count(record.pid)) EmitProcessTrack(record.pid);
-    if (!thread_tracks_.count(record.tid)) EmitThreadTrack(record.pid, record.tid);
-    last_timestamp_ = record.timestamp;
-    auto type = types_.find(record.event_id);
-    if (type != types_.end() && type->second.plan && type->second.plan->Append(record, &buffer_)) {
-      if (buffer_.size() >= kFlushBytes) Flush();
-      return;
+    // Runs of one thread's records of one event are the usual case: the
+    // tracks and the type of the last record are not looked up again.
+    if (!last_thread_described_ || record.tid != last_tid_ || record.pid != last_pid_) {
+      if (!process_tracks_.count(record.pid)) EmitProcessTrack(record.pid);
+      if (!thread_tracks_.count(record.tid)) EmitThreadTrack(record.pid, record.tid);
+      last_pid_ = record.pid;
+      last_tid_ = record.tid;
+      last_thread_described_ = true;
     }
-    ProtoMessage packet = perfetto::EventPacket(type == types_.end() ? nullptr : &type->second.type, record);
+    last_timestamp_ = record.timestamp;
+    if (last_type_ == nullptr || record.event_id != last_type_id_) {
+      auto type = types_.find(record.event_id);
+      last_type_ = type == types_.end() ? nullptr : &type->second;
+      last_type_id_ = record.event_id;
+    }
+    if (last_type_ != nullptr && last_type_->plan) {
+      const perfetto::IntegerEventPlan& plan = *last_type_->plan;
+      if (const char* end = plan.Write(record, buffer_.Room(plan.max_bytes()))) {
+        buffer_.Grew(end);
+        if (buffer_.bytes().size() >= kFlushBytes) Flush();
+        return;
+      }
+    }
+    ProtoMessage packet = perfetto::EventPacket(last_type_ ? &last_type_->type : nullptr, record);
     Emit(&packet);
   }
 
@@ -138,14 +180,17 @@ class PerfettoWriter final : public TraceWriter {
   }
 
   void Emit(ProtoMessage* packet) {
-    perfetto::AppendFramed(packet, &buffer_);
-    if (buffer_.size() >= kFlushBytes) Flush();
+    std::string framed;
+    perfetto::AppendFramed(packet, &framed);
+    buffer_.Append(framed);
+    if (buffer_.bytes().size() >= kFlushBytes) Flush();
   }
 
   void Flush() {
+    const std::string_view bytes = buffer_.bytes();
     size_t done = 0;
-    while (error_ == 0 && done < buffer_.size()) {
-      ssize_t n = ::write(fd_.get(), buffer_.data() + done, buffer_.size() - done);
+    while (error_ == 0 && done < bytes.size()) {
+      ssize_t n = ::write(fd_.get(), bytes.data() + done, bytes.size() - done);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         error_ = n < 0 ? errno : EIO;
@@ -153,11 +198,11 @@ class PerfettoWriter final : public TraceWriter {
       }
       done += static_cast<size_t>(n);
     }
-    buffer_.clear();
+    buffer_.Clear();
   }
 
   base::ScopedFd fd_;
-  std::string buffer_;
+  PacketBuffer buffer_;
   int error_ = 0;
   struct TypeAndPlan {
     EventType type;
@@ -168,6 +213,13 @@ class PerfettoWriter final : public TraceWriter {
   std::unordered_set<uint32_t> process_tracks_;
   std::unordered_set<uint32_t> thread_tracks_;
   uint64_t last_timestamp_ = 0;
+  // The last record's process and thread, whose tracks are described.
+  bool last_thread_described_ = false;
+  uint32_t last_pid_ = 0, last_tid_ = 0;
+  // The last record's type and plan, or null: a map's entries stay where
+  // they are, and a type announced again for its id replaces this one's.
+  const TypeAndPlan* last_type_ = nullptr;
+  uint32_t last_type_id_ = 0;
 };
 
 }  // namespace
