@@ -4,7 +4,7 @@
 # and N flood_producer processes beside it, then prints what was recorded
 # and lost (and `udiag record`'s lines saying where) and the daemon's and
 # the recorder's CPU (from /proc) per recorded event from the producers'
-# start (and how much of the daemon's was system time), and the daemon's
+# start (and how much of each was system time), and the daemon's
 # CPU setting the recording up before that. The daemon runs in a session
 # of its own, as users run it (see run_bench.sh's start_daemon).
 #
@@ -66,7 +66,7 @@ for _ in $(seq 50); do [ -S "$work/daemon/control.sock" ] && break; sleep 0.1; d
 daemon_started=$(ticks $daemon)
 UDIAG_DIR="$work/daemon" "$build/bin/udiag" record ${RECORD_ARGS:-} -e flood -o "$work/${OUT:-out.dat}" 2>"$work/record.err" &
 recorder=$!
-recorder_before=$(ticks $recorder)
+recorder_before=$(ticks $recorder) recorder_system_before=$(system_ticks $recorder)
 sleep 0.5  # the recording's instance and auto-enable are in place
 daemon_before=$(ticks $daemon) daemon_system_before=$(system_ticks $daemon)
 pids=()
@@ -82,6 +82,7 @@ wait "${pids[@]}"
 if [ -n "${STALL:-}" ]; then kill $staller; wait $staller 2>/dev/null || true; fi
 daemon_ticks=$(( $(ticks $daemon) - daemon_before )) recorder_ticks=$(( $(ticks $recorder) - recorder_before ))
 daemon_system_ticks=$(( $(system_ticks $daemon) - daemon_system_before ))
+recorder_system_ticks=$(( $(system_ticks $recorder) - recorder_system_before ))
 kill -INT $recorder; wait $recorder
 grep '^udiag record: [0-9]* \(lost\|dropped\)' "$work/record.err" >&2 || true
 kill $daemon; wait $daemon 2>/dev/null || true
@@ -89,13 +90,13 @@ kill $daemon; wait $daemon 2>/dev/null || true
 written=$(awk '{s += $2} END {print s}' "$work"/producer*.out)
 recorded=$(sed -n 's/^udiag record: \([0-9]*\) events (.*/\1/p' "$work/record.err")
 python3 - "$written" "${recorded:-0}" "$daemon_ticks" "$recorder_ticks" "$(getconf CLK_TCK)" "$seconds" \
-  "$(( daemon_before - daemon_started ))" "$daemon_system_ticks" <<'PY'
+  "$(( daemon_before - daemon_started ))" "$daemon_system_ticks" "$recorder_system_ticks" <<'PY'
 import sys
-written, recorded, daemon, recorder, hz, secs, setup, daemon_system = (float(x) for x in sys.argv[1:])
+written, recorded, daemon, recorder, hz, secs, setup, daemon_system, recorder_system = (float(x) for x in sys.argv[1:])
 ns = lambda ticks: ticks / hz * 1e9 / max(recorded, 1)
 print(f"recorded {recorded / 1e6:.2f} M ({recorded / secs / 1e6:.2f} M/s), "
       f"lost {100 * (1 - recorded / written) if written else 0:.1f} % of {written / 1e6:.2f} M written; "
       f"daemon {ns(daemon):.1f} ns ({ns(daemon_system):.1f} of it system time), "
-      f"recorder {ns(recorder):.1f} ns per recorded event; "
+      f"recorder {ns(recorder):.1f} ns ({ns(recorder_system):.1f} of it system time) per recorded event; "
       f"setting the recording up: daemon {1e3 * setup / hz:.0f} ms")
 PY

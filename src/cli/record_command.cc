@@ -233,17 +233,18 @@ int Record(const RecordOptions& options) {
   Checkpoints checkpoints(**writer, sink);
 
   std::unique_ptr<consumer::RecordStream> stream;
-  // trace.dat stores the stream's pages as they come; CTF takes them too, so
-  // that the daemon checks pages, not records (RecordingSink reads their
-  // records); Perfetto takes records in time order.
-  const bool pages = format == record::TraceFormat::kTraceDat || format == record::TraceFormat::kCtf;
-  // Where the file system gives trace.dat its cpu regions, the daemon
-  // writes the pages into them itself, and we only count them.
-  std::optional<record::TraceWriter::PageRegions> regions = pages ? (*writer)->RegionsForPages() : std::nullopt;
+  // The stream brings pages, so that the daemon checks pages, not records:
+  // trace.dat stores them as they come; for CTF and Perfetto, RecordingSink
+  // reads their records, each cpu's in time order, which a CTF stream and a
+  // Perfetto packet sequence per cpu need. Where the file system gives
+  // trace.dat its cpu regions, the daemon writes the pages into them
+  // itself, and we only count them.
+  std::optional<record::TraceWriter::PageRegions> regions = (*writer)->RegionsForPages();
   std::optional<consumer::ConsumerClient::PageFile> page_file;
   if (regions) page_file = consumer::ConsumerClient::PageFile{regions->fd, regions->region_bytes, regions->cpus};
   auto open_stream = [&]() -> int {
-    auto opened = consumer::RecordStream::Open(session.dir, session.instance, pages, page_file ? &*page_file : nullptr);
+    auto opened = consumer::RecordStream::Open(session.dir, session.instance, /*pages=*/true,
+                                               page_file ? &*page_file : nullptr);
     if (!opened.ok()) return Fail("record stream", opened.error());
     stream = std::move(opened).value();
     return 0;

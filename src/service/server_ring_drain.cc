@@ -250,7 +250,7 @@ void Server::UpdateHoldBack() {
   };
   consider(instances_->top());
   for (auto& [_, instance] : instances_->named()) consider(*instance);
-  // A recording whose records wait in its buffer (Perfetto's, export's) and
+  // A recording whose records wait in its buffer (`udiag export`'s) and
   // that alone takes events in bounds the rounds by its buffer's room too,
   // without making writers wait: what does not fit stays in the rings
   // rather than be drained and copied only to be dropped in the buffer.

@@ -313,6 +313,34 @@ TEST_F(StalledRecorderTest, ARecorderScribblingOverThePoolHurtsOnlyItself) {
   EXPECT_EQ(CheckExactlyOnce(sink.seqs_["honest"], kHonest), "");
 }
 
+// A recording whose records wait in its instance's buffer (a records-mode
+// stream, as `udiag export` reads) stops reading while a producer writes a
+// burst its ring holds. The daemon stops draining the ring while an eighth
+// of the buffer is still free, rather than fill the buffer and drop the
+// rest of a round there; what it left waits in the ring, and once the
+// recording reads again every event arrives, none lost or dropped.
+TEST_F(StalledRecorderTest, ARecordReaderThatStopsLosesNothingItsProducersRingHolds) {
+  ASSERT_NO_FATAL_FAILURE(MakeRecordingInstance(*client_, "burst", "unused"));
+  ASSERT_EQ(client_->Write("instances/rec/buffer_size_kb", "256", false), 0);
+  auto stream = consumer::RecordStream::Open(dir_, "rec");
+  ASSERT_TRUE(stream.ok()) << strerror(stream.error());
+  // More records than the stream's ring (8 MiB) and the buffer take, and
+  // fewer events than the producer's ring (4 MiB, 16 bytes each) holds.
+  constexpr uint32_t kBurst = 200000;
+  ASSERT_EQ(RunProgram({Bin("hammer_producer"), "burst", std::to_string(kBurst)}, {.udiag_dir = dir_}, 60s),
+            0);
+  std::this_thread::sleep_for(500ms);  // the daemon has taken what it will
+  // One buffer per instance, so its stats are cpu0's.
+  const std::string stats = Read("instances/rec/per_cpu/cpu0/stats");
+  const size_t at = stats.find("dropped events: ");
+  ASSERT_NE(at, std::string::npos) << stats;
+  EXPECT_EQ(std::stoull(stats.substr(at + 16)), 0u) << "dropped into the full buffer of a stopped recording";
+  CheckingSink sink;
+  EXPECT_TRUE(PollStreamUntil(**stream, sink, [&] { return sink.Seqs("burst").size() == kBurst; }));
+  EXPECT_EQ(CheckExactlyOnce(sink.Seqs("burst"), kBurst), "");
+  EXPECT_EQ(sink.lost_, 0u);
+}
+
 TEST(RecordStreamTest, OwnedInstanceRemovalEndsTheStream) {
   std::string error;
   auto daemon = consumer::PrivateDaemon::Start(&error);

@@ -78,6 +78,29 @@ trace-cmd report "$T/c.dat" 2>&1 | grep -c 'http_request: *status=' | grep -qx 4
 "$UDIAG" record -o "$T/t.pftrace" -- "$BIN_DIR/example_cpp" 2 2>"$T/err" || { cat "$T/err"; fail "record to Perfetto"; }
 protoc --decode_raw <"$T/t.pftrace" >"$T/raw" || fail "the Perfetto file is not protobuf"
 grep -q 'http_request' "$T/raw" || fail "the Perfetto file lacks the events"
+# Each cpu's events are a packet sequence of their own (2 + cpu), in time
+# order within it: two producers on two cpus (one, if there is only one).
+last_cpu=$(($(nproc) > 1 ? 1 : 0))
+"$UDIAG" record -e counted -o "$T/cpus.pftrace" -- sh -c "taskset -c 0 '$BIN_DIR/counting_producer' 20000 500 &
+  taskset -c $last_cpu '$BIN_DIR/counting_producer' 20000 500; wait" 2>"$T/err" || { cat "$T/err"; fail "record two cpus to Perfetto"; }
+protoc --decode_raw <"$T/cpus.pftrace" | awk -v cpus=$((last_cpu + 1)) '
+  # Top-level packet fields (decode_raw numbers them): 8 timestamp, 10
+  # sequence, 11 track event.
+  /{$/ { depth++; if (depth == 1) { ts = -1; seq = 0; event = 0 } else if (depth == 2 && $1 == "11") event = 1; next }
+  /^ *}$/ { if (depth == 1 && event) {
+              events++
+              if (seq < 2 || seq >= 2 + cpus) bad = bad " an event on sequence " seq
+              if (ts < last[seq]) bad = bad " time went back on sequence " seq
+              last[seq] = ts; used[seq] = 1
+            }
+            depth--; next }
+  depth == 1 && $1 == "8:" { ts = $2 }
+  depth == 1 && $1 == "10:" { seq = $2 }
+  END { n = 0; for (s in used) n++
+        if (events != 40000) bad = bad " " events " events, not 40000"
+        if (n != cpus) bad = bad " " n " event sequences for " cpus " cpus"
+        if (bad != "") { print "perfetto sequences:" bad; exit 1 } }' ||
+  fail "the Perfetto recording of two cpus is not one time-ordered sequence per cpu"
 "$UDIAG" report "$T/t.pftrace" 2>"$T/err" && fail "udiag report read a Perfetto file"
 grep -q 'cannot be read back' "$T/err" || { cat "$T/err"; fail "udiag report does not say Perfetto cannot be read"; }
 

@@ -64,8 +64,8 @@ schema::TypedValue Unsigned(std::string name, uint64_t value) {
   return out;
 }
 
-void AppendFramed(ProtoMessage* packet, std::string* out) {
-  packet->Varint(packet::kSequenceId, kSequenceId);
+void AppendFramed(ProtoMessage* packet, uint64_t sequence_id, std::string* out) {
+  packet->Varint(packet::kSequenceId, sequence_id);
   ProtoMessage framed;
   framed.Message(trace::kPacket, *packet);
   *out += framed.bytes();
@@ -140,6 +140,7 @@ char* IntegerEventPlan::Write(const Record& record, char* at) const {
   uint64_t values[kMaxFields];
   // Sized from the inside out, then written from the outside in.
   const uint64_t track = kThreadTrackBase + record.tid;
+  const uint64_t sequence = EventSequenceId(record.cpu);
   size_t track_event = fixed_track_event_bytes_ + VarintSize(track);
   for (size_t i = 0; i < fields_.size(); ++i) {
     const FieldPlan& field = fields_[i];
@@ -150,7 +151,7 @@ char* IntegerEventPlan::Write(const Record& record, char* at) const {
   const size_t packet = VarintEntrySize(packet::kTimestamp, record.timestamp) +
                         VarintEntrySize(packet::kTimestampClockId, clock::kMonotonic) +
                         LengthHeadSize(packet::kTrackEvent, track_event) + track_event +
-                        VarintEntrySize(packet::kSequenceId, kSequenceId);
+                        VarintEntrySize(packet::kSequenceId, sequence);
 
   at = PutLengthHead(at, trace::kPacket, packet);
   at = PutVarintEntry(at, packet::kTimestamp, record.timestamp);
@@ -170,7 +171,7 @@ char* IntegerEventPlan::Write(const Record& record, char* at) const {
     }
     at = PutVarint(at, values[i]);
   }
-  return PutVarintEntry(at, packet::kSequenceId, kSequenceId);
+  return PutVarintEntry(at, packet::kSequenceId, sequence);
 }
 
 }  // namespace udiag::record::perfetto

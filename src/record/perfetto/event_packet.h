@@ -22,8 +22,9 @@ ProtoMessage TimedPacket(uint64_t timestamp);
 void Annotate(ProtoMessage* track_event, const schema::TypedValue& value);
 // An unsigned value named `name`, to annotate with.
 schema::TypedValue Unsigned(std::string name, uint64_t value);
-// Appends `packet`, with our sequence id, as one Trace.packet entry.
-void AppendFramed(ProtoMessage* packet, std::string* out);
+// Appends `packet`, on sequence `sequence_id` (perfetto_fields.h), as one
+// Trace.packet entry.
+void AppendFramed(ProtoMessage* packet, uint64_t sequence_id, std::string* out);
 
 // The packet EventPacket makes of a record whose fields are all integers
 // (most user events), encoded straight into the file's bytes from what is
@@ -38,7 +39,8 @@ class IntegerEventPlan {
   // The room Write needs for one record.
   size_t max_bytes() const { return max_bytes_; }
   // Writes the framed packet of `record` at `at`, which has max_bytes() of
-  // room, exactly as AppendFramed(EventPacket) would, and returns its end
+  // room, exactly as AppendFramed(EventPacket) on the record's cpu's
+  // sequence would, and returns its end
   // (the room after it may have been written to as well);
   // null, writing nothing, for a record with losses before it or too short
   // for the fields (EventPacket takes those).

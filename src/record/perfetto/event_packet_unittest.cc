@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 
+#include "record/perfetto/perfetto_fields.h"
 #include "schema/event_description.h"
 
 namespace udiag::record::perfetto {
@@ -69,7 +70,7 @@ std::vector<uint8_t> RandomRecord(const EventType& type, std::mt19937_64& random
 std::string GeneralPacket(const EventType& type, const Record& record) {
   std::string out;
   ProtoMessage packet = EventPacket(&type, record);
-  AppendFramed(&packet, &out);
+  AppendFramed(&packet, EventSequenceId(record.cpu), &out);
   return out;
 }
 

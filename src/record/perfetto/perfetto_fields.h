@@ -49,7 +49,12 @@ constexpr uint32_t kName = 23;
 constexpr uint64_t kInstant = 3;
 }  // namespace event
 
-// Our single writer sequence.
-constexpr uint64_t kSequenceId = 1;
+// The packet sequences udiag writes: the trace's own packets (its clock
+// snapshot, track descriptors and the losses at its end) on one, and each
+// cpu's events on one of their own, in time order within it, as each of a
+// Perfetto producer's writers keeps its own sequence; trace_processor puts
+// the packets of all sequences in time order.
+constexpr uint64_t kTraceSequenceId = 1;
+constexpr uint64_t EventSequenceId(uint16_t cpu) { return 2 + uint64_t{cpu}; }
 
 }  // namespace udiag::record::perfetto

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "base/scoped_fd.h"
 #include "record/perfetto/event_packet.h"
@@ -76,9 +77,7 @@ class PerfettoWriter final : public TraceWriter {
     snapshot.Varint(clock::kPrimaryTraceClock, clock::kMonotonic);
     ProtoMessage packet;
     packet.Message(packet::kClockSnapshot, snapshot);
-    packet.Bool(packet::kFirstPacketOnSequence, true);
-    packet.Varint(packet::kSequenceFlags, packet::kIncrementalStateCleared);
-    Emit(&packet);
+    StartSequence(&packet, perfetto::kTraceSequenceId);
   }
 
   void AddEventType(const EventType& type) override {
@@ -102,7 +101,8 @@ class PerfettoWriter final : public TraceWriter {
       last_tid_ = record.tid;
       last_thread_described_ = true;
     }
-    last_timestamp_ = record.timestamp;
+    latest_timestamp_ = std::max(latest_timestamp_, record.timestamp);
+    if (record.cpu >= cpus_started_.size() || !cpus_started_[record.cpu]) StartCpuSequence(record.cpu);
     if (last_type_ == nullptr || record.event_id != last_type_id_) {
       auto type = types_.find(record.event_id);
       last_type_ = type == types_.end() ? nullptr : &type->second;
@@ -117,7 +117,7 @@ class PerfettoWriter final : public TraceWriter {
       }
     }
     ProtoMessage packet = perfetto::EventPacket(last_type_ ? &last_type_->type : nullptr, record);
-    Emit(&packet);
+    Emit(&packet, perfetto::EventSequenceId(record.cpu));
   }
 
   // The file is valid at every packet boundary: what is buffered goes out.
@@ -133,7 +133,7 @@ class PerfettoWriter final : public TraceWriter {
       track_event.Bytes(event::kCategories, "udiag");
       track_event.Bytes(event::kName, "lost events");
       Annotate(&track_event, Unsigned("lost_events", info.lost_at_end));
-      ProtoMessage packet = TimedPacket(last_timestamp_);
+      ProtoMessage packet = TimedPacket(latest_timestamp_);
       packet.Message(packet::kTrackEvent, track_event);
       Emit(&packet);
     }
@@ -179,9 +179,23 @@ class PerfettoWriter final : public TraceWriter {
     Emit(&packet);
   }
 
-  void Emit(ProtoMessage* packet) {
+  // The first packet of a sequence: nothing came before it on the sequence.
+  void StartSequence(ProtoMessage* packet, uint64_t sequence_id) {
+    packet->Bool(packet::kFirstPacketOnSequence, true);
+    packet->Varint(packet::kSequenceFlags, packet::kIncrementalStateCleared);
+    Emit(packet, sequence_id);
+  }
+
+  void StartCpuSequence(uint16_t cpu) {
+    if (cpu >= cpus_started_.size()) cpus_started_.resize(cpu + 1);
+    cpus_started_[cpu] = true;
+    ProtoMessage packet;
+    StartSequence(&packet, perfetto::EventSequenceId(cpu));
+  }
+
+  void Emit(ProtoMessage* packet, uint64_t sequence_id = perfetto::kTraceSequenceId) {
     std::string framed;
-    perfetto::AppendFramed(packet, &framed);
+    perfetto::AppendFramed(packet, sequence_id, &framed);
     buffer_.Append(framed);
     if (buffer_.bytes().size() >= kFlushBytes) Flush();
   }
@@ -212,7 +226,8 @@ class PerfettoWriter final : public TraceWriter {
   std::unordered_map<uint32_t, Task> tasks_;  // by tid
   std::unordered_set<uint32_t> process_tracks_;
   std::unordered_set<uint32_t> thread_tracks_;
-  uint64_t last_timestamp_ = 0;
+  uint64_t latest_timestamp_ = 0;
+  std::vector<bool> cpus_started_;  // by cpu: its sequence has begun
   // The last record's process and thread, whose tracks are described.
   bool last_thread_described_ = false;
   uint32_t last_pid_ = 0, last_tid_ = 0;

@@ -168,8 +168,9 @@ TEST(PerfettoWriterTest, EveryPacketIsWholeSoTheFileStreams) {
   }
   EXPECT_EQ(at, bytes.size());
   // Clock snapshot, 2 process + 3 thread descriptors, the re-sent process
-  // descriptor, 4 events, the final loss instant.
-  EXPECT_EQ(packets, 1 + 2 + 3 + 1 + 4 + 1);
+  // descriptor, the start of two cpus' sequences, 4 events, the final loss
+  // instant.
+  EXPECT_EQ(packets, 1 + 2 + 3 + 1 + 2 + 4 + 1);
   unlink(path.c_str());
 }
 
