@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/scoped_fd.h"
+#include "record/byte_stream_file.h"
 #include "record/perfetto/event_packet.h"
 #include "record/perfetto/perfetto_fields.h"
 #include "record/perfetto/proto_encoder.h"
@@ -30,33 +31,6 @@ namespace event = perfetto::event;
 namespace packet = perfetto::packet;
 namespace track = perfetto::track;
 
-// Packets are written in chunks of about this size.
-constexpr size_t kFlushBytes = 256 * 1024;
-
-// The file's bytes not yet written: packets are encoded straight into it,
-// with no zero-filling or copying per packet.
-class PacketBuffer {
- public:
-  // Room for `bytes` more at the end, kept until the next call.
-  char* Room(size_t bytes) {
-    if (used_ + bytes > bytes_.size()) bytes_.resize(std::max(2 * bytes_.size(), used_ + bytes));
-    return bytes_.data() + used_;
-  }
-  // What was written into Room up to `end` is kept.
-  void Grew(const char* end) { used_ = static_cast<size_t>(end - bytes_.data()); }
-  void Append(std::string_view bytes) {
-    char* at = Room(bytes.size());
-    std::memcpy(at, bytes.data(), bytes.size());
-    Grew(at + bytes.size());
-  }
-  std::string_view bytes() const { return {bytes_.data(), used_}; }
-  void Clear() { used_ = 0; }
-
- private:
-  std::string bytes_ = std::string(kFlushBytes + 4096, '\0');
-  size_t used_ = 0;
-};
-
 uint64_t ReadClock(clockid_t id) {
   timespec ts{};
   clock_gettime(id, &ts);
@@ -65,7 +39,7 @@ uint64_t ReadClock(clockid_t id) {
 
 class PerfettoWriter final : public TraceWriter {
  public:
-  PerfettoWriter(base::ScopedFd fd, const ClockSample& clocks) : fd_(std::move(fd)) {
+  PerfettoWriter(base::ScopedFd fd, const ClockSample& clocks) : file_(std::move(fd)) {
     ProtoMessage snapshot;
     for (auto [id, ns] : {std::pair{clock::kMonotonic, clocks.monotonic_ns},
                           std::pair{clock::kBoottime, clocks.boottime_ns}}) {
@@ -110,9 +84,8 @@ class PerfettoWriter final : public TraceWriter {
     }
     if (last_type_ != nullptr && last_type_->plan) {
       const perfetto::IntegerEventPlan& plan = *last_type_->plan;
-      if (const char* end = plan.Write(record, buffer_.Room(plan.max_bytes()))) {
-        buffer_.Grew(end);
-        if (buffer_.bytes().size() >= kFlushBytes) Flush();
+      if (const char* end = plan.Write(record, file_.Room(plan.max_bytes()))) {
+        file_.Grew(end);
         return;
       }
     }
@@ -121,10 +94,7 @@ class PerfettoWriter final : public TraceWriter {
   }
 
   // The file is valid at every packet boundary: what is buffered goes out.
-  int Checkpoint(const TraceInfo&) override {
-    Flush();
-    return error_;
-  }
+  int Checkpoint(const TraceInfo&) override { return file_.Sync(); }
 
   int Finish(const TraceInfo& info) override {
     if (info.lost_at_end > 0) {
@@ -137,9 +107,7 @@ class PerfettoWriter final : public TraceWriter {
       packet.Message(packet::kTrackEvent, track_event);
       Emit(&packet);
     }
-    Flush();
-    if (fd_.valid() && ::close(fd_.Release()) != 0 && error_ == 0) error_ = errno;
-    return error_;
+    return file_.Close();
   }
 
  private:
@@ -196,28 +164,10 @@ class PerfettoWriter final : public TraceWriter {
   void Emit(ProtoMessage* packet, uint64_t sequence_id = perfetto::kTraceSequenceId) {
     std::string framed;
     perfetto::AppendFramed(packet, sequence_id, &framed);
-    buffer_.Append(framed);
-    if (buffer_.bytes().size() >= kFlushBytes) Flush();
+    file_.Append(framed);
   }
 
-  void Flush() {
-    const std::string_view bytes = buffer_.bytes();
-    size_t done = 0;
-    while (error_ == 0 && done < bytes.size()) {
-      ssize_t n = ::write(fd_.get(), bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        error_ = n < 0 ? errno : EIO;
-        break;
-      }
-      done += static_cast<size_t>(n);
-    }
-    buffer_.Clear();
-  }
-
-  base::ScopedFd fd_;
-  PacketBuffer buffer_;
-  int error_ = 0;
+  ByteStreamFile file_;
   struct TypeAndPlan {
     EventType type;
     std::unique_ptr<perfetto::IntegerEventPlan> plan;  // null: EventPacket
