@@ -16,7 +16,7 @@ GB=(--benchmark_format=json --benchmark_min_time="$MIN_TIME")
 
 echo "results in $OUT" >&2
 for b in ring_bench udiag_bench dropin_bench sustained_bench consumers_bench record_stream_bench flood_producer mmio_bench \
-         filter_bench page_check_bench; do
+         filter_bench page_check_bench perfetto_bench; do
   [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (build with -DUDIAG_BUILD_BENCH=ON)" >&2; exit 1; }
 done
 
@@ -26,6 +26,9 @@ echo "running ring_bench..." >&2
 echo "running page_check_bench..." >&2
 "$BIN/page_check_bench" "${GB[@]}" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   >"$OUT/page_check.json" 2>"$OUT/page_check.err"
+echo "running perfetto_bench..." >&2
+"$BIN/perfetto_bench" "${GB[@]}" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  >"$OUT/perfetto.json" 2>"$OUT/perfetto.err"
 echo "running udiag_bench..." >&2
 "$BIN/udiag_bench" "${GB[@]}" >"$OUT/udiag.json" 2>"$OUT/udiag.err"
 
@@ -100,14 +103,14 @@ start_daemon() {  # DIR: starts udiagd on DIR, sets $daemon to its pid
   daemon=$!
   for _ in $(seq 50); do [ -S "$1/control.sock" ] && break; sleep 0.1; done
 }
-record_run() {  # NAME "UDIAG RECORD OPTIONS" COMMAND...
+record_run() {  # NAME "UDIAG RECORD OPTIONS" COMMAND... (RECORD_FORMAT=ctf|pftrace: not trace.dat)
   local name=$1 options=$2; shift 2
-  local dir="$OUT/record-daemon-$name" daemon
+  local dir="$OUT/record-daemon-$name" daemon output="$OUT/$name.${RECORD_FORMAT:-dat}"
   settle_disk
   start_daemon "$dir"
   local started; started=$(awk '{print $14 + $15}' "/proc/$daemon/stat")
   UDIAG_DIR="$dir" /usr/bin/time -f "recorder_cpu %U %S" -o "$OUT/$name.time" \
-    "$BUILD/bin/udiag" record $options -e flood -o "$OUT/$name.dat" 2>"$OUT/$name.err" &
+    "$BUILD/bin/udiag" record $options -e flood -o "$output" 2>"$OUT/$name.err" &
   local timer=$!
   sleep 0.5  # the recording's instance and auto-enable are in place
   # The daemon's CPU from here on, as an LTTng-UST session's from `lttng
@@ -119,8 +122,8 @@ record_run() {  # NAME "UDIAG RECORD OPTIONS" COMMAND...
   echo "daemon_cpu $(( $(awk '{print $14 + $15}' "/proc/$daemon/stat") - before )) $(getconf CLK_TCK)" >>"$OUT/$name.time"
   echo "daemon_setup_cpu $(( before - started )) $(getconf CLK_TCK)" >>"$OUT/$name.time"
   kill "$daemon"; wait "$daemon" 2>/dev/null
-  stat -c %s "$OUT/$name.dat" >"$OUT/$name.size" 2>/dev/null
-  rm -f "$OUT/$name.dat"
+  du -sb "$output" 2>/dev/null | cut -f1 >"$OUT/$name.size"  # a CTF trace is a directory
+  rm -rf "$output"
 }
 echo "running udiag record of one flood producer at 10 M events/s ($SECS s)..." >&2
 record_run record1_10m "" "$BIN/flood_producer" "$SECS" 10000000
@@ -181,6 +184,10 @@ echo "running udiag record of one flood producer at full speed ($SECS s)..." >&2
 record_run record1 "" "$BIN/flood_producer" "$SECS"
 echo "running an LTTng-UST session of one flood producer at full speed ($SECS s)..." >&2
 lttng_record_run lttng1 1
+for format in ctf pftrace; do
+  echo "running udiag record -o x.$format of one flood producer at full speed ($SECS s)..." >&2
+  RECORD_FORMAT=$format record_run "record1_$format" "" "$BIN/flood_producer" "$SECS"
+done
 echo "running udiag record --block of one flood producer at full speed ($SECS s)..." >&2
 record_run record1_block --block "$BIN/flood_producer" "$SECS"
 echo "running udiag record of eight flood producers ($SECS s)..." >&2
@@ -190,13 +197,12 @@ lttng_record_run lttng8 8
 # The load LTTng-UST's eight producers offered and its session kept, offered
 # to udiag record by eight producers paced to match: the loss of each
 # tracer with the producers' speed out of the way.
-lttng8_rate=$(python3 - "$OUT" "$SECS" <<'PY'
-import os, re, sys
+lttng8_rate=$(PYTHONPATH="$(dirname "$0")" python3 - "$OUT" "$SECS" <<'PY'
+import sys
+from run_files import lttng_discarded, written
 out, secs = sys.argv[1], float(sys.argv[2])
 try:
-    written = sum(int(x) for x in re.findall(r"written (\d+)", open(os.path.join(out, "lttng8.out")).read()))
-    m = re.search(r"(\d+) events? (?:were|was) discarded", open(os.path.join(out, "lttng8.stop")).read())
-    kept = written - ((int(m.group(1)) & ((1 << 63) - 1)) if m else 0)
+    kept = written(out, "lttng8") - lttng_discarded(out, "lttng8")
     print(int(kept / secs / 8) if kept > 0 else "")
 except OSError:
     print("")
@@ -217,8 +223,9 @@ echo "running filter_bench..." >&2
 "$BIN/filter_bench" "${GB[@]}" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   >"$OUT/filter.json" 2>"$OUT/filter.err"
 
-LTTNG_NOTE="$lttng_note" SECS="$SECS" python3 - "$OUT" <<'PY'
+LTTNG_NOTE="$lttng_note" SECS="$SECS" PYTHONPATH="$(dirname "$0")" python3 - "$OUT" <<'PY'
 import json, os, re, sys
+import run_files
 out = sys.argv[1]
 
 def load(name):
@@ -355,8 +362,6 @@ for k in (0, 1, 3):
 secs = float(os.environ.get("SECS", "10"))
 def read(name, ext):
     return open(os.path.join(out, name + ext)).read()
-def written_of(name):
-    return sum(int(x) for x in re.findall(r"written (\d+)", read(name, ".out")))
 def udiag_recording(name):
     """written, recorded, lost, trace bytes, recorder and daemon CPU s of a record_run."""
     m = re.search(r"udiag record: (\d+) events \(([\d.]+) MB\) in ([\d.]+) s, (\d+) lost", read(name, ".err"))
@@ -364,20 +369,16 @@ def udiag_recording(name):
     ru, rs = map(float, re.search(r"recorder_cpu ([\d.]+) ([\d.]+)", times).groups())
     dticks, hz = map(int, re.search(r"daemon_cpu (\d+) (\d+)", times).groups())
     sticks, _ = map(int, re.search(r"daemon_setup_cpu (\d+) (\d+)", times).groups())
-    return dict(written=written_of(name), recorded=int(m.group(1)), lost=int(m.group(4)),
+    return dict(written=run_files.written(out, name), recorded=int(m.group(1)), lost=int(m.group(4)),
                 size=int(read(name, ".size")), recorder_s=ru + rs, daemon_s=dticks / hz,
                 setup_s=sticks / hz)
 def lttng_recording(name):
     """The same for an lttng_record_run: recorded = written - discarded."""
     if os.path.exists(os.path.join(out, name + ".skip")):
         raise RuntimeError(read(name, ".skip").strip())
-    m = re.search(r"(\d+) events? (?:were|was) discarded", read(name, ".stop"))
-    # lttng-tools 2.13 may print the count of per-UID buffers with bit 63
-    # set (seen with 8 producers); the rest of the number is the count, as
-    # the trace's size per event confirms.
-    lost = int(m.group(1)) & ((1 << 63) - 1) if m else 0
+    lost = run_files.lttng_discarded(out, name)
     ticks, hz = map(int, re.search(r"consumer_cpu (\d+) (\d+)", read(name, ".time")).groups())
-    written = written_of(name)
+    written = run_files.written(out, name)
     return dict(written=written, recorded=written - lost, lost=lost, size=int(read(name, ".size")),
                 consumer_s=ticks / hz)
 for name, what in (("record1_10m", "1 flood producer paced at 10 M/s"), ("record1", "1 flood producer, full speed"),
@@ -422,6 +423,9 @@ def side_row(label, r, consumer_s):
           f"| {1e9 * consumer_s / max(r['recorded'], 1):.0f} | {mbs:,.0f}{share} |")
     return r["recorded"]
 for case, ours, theirs in (("1 producer process", "record1", "lttng1"),
+                           ("1 producer process, into CTF (-o x.ctf; LTTng-UST's row above)", "record1_ctf", "lttng1"),
+                           ("1 producer process, into Perfetto (-o x.pftrace; LTTng-UST's row above)", "record1_pftrace",
+                            "lttng1"),
                            ("1 producer process paced at 1 M events/s", "record1_1m", "lttng1_1m"),
                            ("1 producer process paced at 4 M events/s", "record1_4m", "lttng1_4m"),
                            ("4 producer processes paced at 250 k events/s each", "record4_1m", "lttng4_1m"),
@@ -435,6 +439,9 @@ for case, ours, theirs in (("1 producer process", "record1", "lttng1"),
             if who.startswith("udiag"):
                 r = udiag_recording(name)
                 kept[who] = side_row(label, r, r["recorder_s"] + r["daemon_s"])
+            elif "row above" in case:  # another udiag format against the same LTTng-UST run
+                r = lttng_recording(name)
+                kept[who] = r["recorded"]
             else:
                 r = lttng_recording(name)
                 kept[who] = side_row(label, r, r["consumer_s"])
@@ -464,6 +471,10 @@ for name, what in (("BM_CopyAndCheckPage", "in cache"),
     pc = page_check(name)
     print(f"\nthe daemon's copy and check of a producer's page kept whole, {what} (page_check_bench): "
           + (f"{1e9 / pc['items_per_second']:.1f} ns per event" if pc else "not run"))
+pf = next((b for b in load("perfetto.json")
+           if b.get("run_name") == "BM_PerfettoWriteFlood" and b.get("aggregate_name") == "median"), None)
+print("\nthe recorder's Perfetto encoding of one flood event, and its copy into the file's blocks (perfetto_bench): "
+      + (f"{1e9 / pf['items_per_second']:.1f} ns" if pf else "not run"))
 
 # Issue 5: cost per traced access (wall time), designs side by side.
 mm = load("mmio.json")
