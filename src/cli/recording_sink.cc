@@ -57,7 +57,7 @@ bool RecordingSink::OnPage(uint16_t cpu, std::span<const uint8_t> page, const co
 // A page for a writer that keeps none: its records, one by one. They are
 // its cpu's in that cpu's time order (the daemon merges pages per cpu, not
 // across cpus), so they are kept from going back per cpu, which is all a
-// CTF stream (one per cpu) needs.
+// CTF stream or a Perfetto packet sequence (one per cpu) needs.
 bool RecordingSink::TakeRecordsOf(uint16_t cpu, std::span<const uint8_t> page,
                                   const consumer::PageCounts& counts) {
   if (cpu >= last_timestamp_of_cpu_.size()) last_timestamp_of_cpu_.resize(cpu + 1);

@@ -1,6 +1,6 @@
 // Where `udiag record` puts the record stream: into a trace file writer,
-// counting per event for the summary. Pages (a trace.dat or CTF recording's
-// stream) go to a trace.dat writer as they are, counted from what the daemon
+// counting per event for the summary. Pages (what a recording's stream
+// brings) go to a trace.dat writer as they are, counted from what the daemon
 // says of them (their event headers are read only on a page of several
 // event types), or are only counted when the daemon writes them into the
 // file itself; other writers get their records.

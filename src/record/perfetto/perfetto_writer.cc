@@ -1,11 +1,9 @@
 #include "record/perfetto/perfetto_writer.h"
 
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <ctime>
 #include <string_view>
 #include <unordered_map>
