@@ -422,6 +422,7 @@ def side_row(label, r, consumer_s):
     print(f"| {label} | {r['recorded'] / secs / 1e6:.2f} M | {100.0 * r['lost'] / max(r['written'], 1):.2f} % "
           f"| {1e9 * consumer_s / max(r['recorded'], 1):.0f} | {mbs:,.0f}{share} |")
     return r["recorded"]
+shown = set()
 for case, ours, theirs in (("1 producer process", "record1", "lttng1"),
                            ("1 producer process, into CTF (-o x.ctf; LTTng-UST's row above)", "record1_ctf", "lttng1"),
                            ("1 producer process, into Perfetto (-o x.pftrace; LTTng-UST's row above)", "record1_pftrace",
@@ -439,12 +440,11 @@ for case, ours, theirs in (("1 producer process", "record1", "lttng1"),
             if who.startswith("udiag"):
                 r = udiag_recording(name)
                 kept[who] = side_row(label, r, r["recorder_s"] + r["daemon_s"])
-            elif "row above" in case:  # another udiag format against the same LTTng-UST run
-                r = lttng_recording(name)
-                kept[who] = r["recorded"]
             else:
                 r = lttng_recording(name)
-                kept[who] = side_row(label, r, r["consumer_s"])
+                # An LTTng-UST run that another udiag case was set against is shown once.
+                kept[who] = r["recorded"] if name in shown else side_row(label, r, r["consumer_s"])
+                shown.add(name)
         except Exception as e:
             print(f"| {label} | failed: {e} | | | |")
     if len(kept) == 2 and kept["LTTng-UST session"]:
