@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <span>
+
+#include "record/fd_io.h"
 
 namespace udiag::record {
 
@@ -55,12 +58,7 @@ int ByteStreamFile::Sync() {
   // whole blocks only. No write of blocks_ is under way.
   const int flags = ::fcntl(fd_.get(), F_GETFL);
   if (flags >= 0 && (flags & O_DIRECT) != 0) ::fcntl(fd_.get(), F_SETFL, flags & ~O_DIRECT);
-  for (size_t done = 0; done < used_ && error_ == 0;) {
-    const ssize_t n = ::pwrite(fd_.get(), staged_.data() + done, used_ - done, static_cast<off_t>(offset_ + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) error_ = n < 0 ? errno : EIO;
-    if (n > 0) done += static_cast<size_t>(n);
-  }
+  error_ = WriteAllAt(fd_.get(), {reinterpret_cast<const uint8_t*>(staged_.data()), used_}, offset_);
   if (flags >= 0 && (flags & O_DIRECT) != 0) ::fcntl(fd_.get(), F_SETFL, flags);
   return error_;
 }

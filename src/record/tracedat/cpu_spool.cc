@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-#include "record/tracedat/fd_io.h"
+#include "record/fd_io.h"
 #include "record/tracedat/tracedat_layout.h"
 #include "schema/event_description.h"
 

@@ -11,7 +11,7 @@
 #include <span>
 
 #include "base/scoped_fd.h"
-#include "record/tracedat/fd_io.h"
+#include "record/fd_io.h"
 #include "record/tracedat/page_decoder.h"
 #include "record/tracedat/region_layout.h"
 

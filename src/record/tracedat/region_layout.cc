@@ -13,7 +13,7 @@
 #include <memory>
 #include <span>
 
-#include "record/tracedat/fd_io.h"
+#include "record/fd_io.h"
 #include "record/tracedat/tracedat_layout.h"
 
 namespace udiag::record::tracedat {

@@ -4,16 +4,15 @@
 #include "record/tracedat/region_layout.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "base/scoped_fd.h"
-#include "record/tracedat/fd_io.h"
+#include "record/fd_io.h"
 #include "record/tracedat/test_trace.h"
 
 namespace udiag::record::tracedat {

@@ -1,24 +1,23 @@
 #include "record/tracedat/tracedat_writer.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string_view>
 
-#include <fmt/format.h>
-
 #include "base/scoped_fd.h"
+#include "record/fd_io.h"
 #include "record/tracedat/byte_io.h"
 #include "record/tracedat/cpu_spool.h"
-#include "record/tracedat/fd_io.h"
 #include "record/tracedat/region_layout.h"
 #include "record/tracedat/tracedat_layout.h"
 #include "schema/event_description.h"
@@ -275,7 +274,7 @@ class TraceDatWriter : public TraceWriter {
       at += data.size;
     }
     header = Header(info, cpu_count, lost_at_end, table);
-    if (int error = tracedat::WriteAll(out_.get(), AsBytes(header))) return error;
+    if (int error = WriteAll(out_.get(), AsBytes(header))) return error;
     for (const std::unique_ptr<CpuSpool>& spool : cpus_) {
       if (!spool) continue;
       if (int error = spool->CopyTo(out_.get(), BlockWriter::kAtPosition)) return error;

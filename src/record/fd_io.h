@@ -1,10 +1,10 @@
-// Whole-buffer reads and writes for the trace.dat writer's files.
+// Whole-buffer reads and writes, retrying short ones and EINTR.
 #pragma once
 
 #include <cstdint>
 #include <span>
 
-namespace udiag::record::tracedat {
+namespace udiag::record {
 
 // Writes all of `bytes` to `fd` at its position, retrying short writes and
 // EINTR. Returns 0 or an errno.
@@ -14,4 +14,4 @@ int WriteAllAt(int fd, std::span<const uint8_t> bytes, uint64_t offset);
 // Fills `bytes` from `offset`. Returns 0, EIO when the file ends first, or an errno.
 int ReadAllAt(int fd, std::span<uint8_t> bytes, uint64_t offset);
 
-}  // namespace udiag::record::tracedat
+}  // namespace udiag::record

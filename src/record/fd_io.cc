@@ -1,11 +1,11 @@
-#include "record/tracedat/fd_io.h"
+#include "record/fd_io.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 
-namespace udiag::record::tracedat {
+namespace udiag::record {
 
 namespace {
 
@@ -42,4 +42,4 @@ int ReadAllAt(int fd, std::span<uint8_t> bytes, uint64_t offset) {
   });
 }
 
-}  // namespace udiag::record::tracedat
+}  // namespace udiag::record
