@@ -2,8 +2,9 @@
 # A recording of hostile producers, read by the real readers: one writes
 # well-framed events whose strings are random bytes, one scribbles over its
 # own ring, one writes plausible but lying pages into it. The daemon keeps every valid event and refuses the rest; no
-# reader (trace-cmd, udiag report, babeltrace2) crashes on the files, and
-# every valid event is in them.
+# reader (trace-cmd, udiag report, babeltrace2, protoc for Perfetto) crashes
+# on the files, every valid event is in them, and a hostile event is shown
+# under no other thread than its writer's.
 # Usage: run_record_hostile.sh BIN_DIR
 BIN_DIR="$1"
 UDIAG="$BIN_DIR/udiag"
@@ -21,11 +22,43 @@ survives() {  # NAME COMMAND...
   return "$status"
 }
 
+# Perfetto has no reader here but protobuf's own: the file must decode, hold
+# every garbage event, and put each hostile event on a thread track of one
+# of the hostile producers.
+check_perfetto() {  # FILE
+  survives protoc protoc --decode_raw <"$1" || fail "protoc cannot decode the Perfetto file: $(tail -3 "$T/protoc.err")"
+  # decode_raw numbers the fields: packet 1; in it 60 track descriptor
+  # (1 uuid; 4 thread: 1 pid, 2 tid) and 11 track event (11 track uuid,
+  # 23 name). Strings are quoted on one line, so no string opens or closes
+  # a message.
+  awk -v liars="$HOSTILE $HOSTILE_PAGES" '
+    BEGIN { n = split(liars, l, " "); for (i = 1; i <= n; i++) hostile_tid[l[i]] = 1 }
+    /{$/ { depth++
+           if (depth == 2) { kind = $1; uuid = ""; tid = ""; track = ""; name = "" }
+           next }
+    /^ *}$/ { if (depth == 2 && kind == "60" && tid != "") tid_of[uuid] = tid
+              if (depth == 2 && kind == "11") { events[name]++; if (name == "\"hostile\"") hostile_on[track]++ }
+              depth--; next }
+    depth == 2 && kind == "60" && $1 == "1:" { uuid = $2 }
+    depth == 3 && kind == "60" && $1 == "2:" { tid = $2 }
+    depth == 2 && kind == "11" && $1 == "11:" { track = $2 }
+    depth == 2 && kind == "11" && $1 == "23:" { name = $2 }
+    END { bad = ""
+          if (events["\"garbage\""] != 3000) bad = bad " " events["\"garbage\""] + 0 " garbage events, not 3000;"
+          if (events["\"hostile\""] == 0) bad = bad " no hostile event;"
+          for (t in hostile_on) if (!(tid_of[t] in hostile_tid)) {
+            misplaced += hostile_on[t]
+            if (++threads <= 3) shown = shown " " tid_of[t]
+          }
+          if (misplaced) bad = bad " " misplaced " hostile events on " threads " other threads (" shown " ...);"
+          if (bad != "") { print "perfetto:" bad; exit 1 } }' "$T/protoc.out" || fail "the Perfetto recording of hostile producers is wrong"
+}
+
 "$BIN_DIR/udiagd" --dir "$UDIAG_DIR" >"$T/udiagd.log" 2>&1 &
 DAEMON=$!
 for _ in $(seq 50); do [ -S "$UDIAG_DIR/control.sock" ] && break; sleep 0.1; done
 
-for format in dat ctf; do
+for format in dat ctf perfetto; do
   "$UDIAG" record --format "$format" -e garbage -e hostile -o "$T/t.$format" 2>"$T/rec.err" &
   REC=$!
   sleep 0.5
@@ -43,6 +76,10 @@ for format in dat ctf; do
   [ "$written" = 3000 ] || fail "garbage_producer: $(cat "$T/garbage.out")"
   grep -q "user_events:garbage  *3000$" "$T/rec.err" || { cat "$T/rec.err"; fail "the $format recording does not hold 3000 garbage events"; }
 
+  if [ "$format" = perfetto ]; then
+    check_perfetto "$T/t.perfetto"
+    continue
+  fi
   survives udiag_report "$UDIAG" report "$T/t.$format" || fail "udiag report of $format: $(tail -3 "$T/udiag_report.err")"
   [ "$(grep -c 'garbage: ' "$T/udiag_report.out")" = 3000 ] || fail "udiag report does not show 3000 garbage events ($format)"
   survives udiag_json "$UDIAG" report --json "$T/t.$format" || fail "udiag report --json of $format"
