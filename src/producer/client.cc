@@ -165,7 +165,8 @@ void Client::StartAgent(bool connected) {
 }
 
 int Client::Call(ipc::MsgType type, const ipc::Encoder* body, std::span<const int> fds, Reply* reply,
-                 std::function<void(const Reply&)> on_reply, int timeout_ms) {
+                 std::function<void(const Reply&)> on_reply, int timeout_ms,
+                 std::function<void(int error)> on_late_reply) {
   PendingCall call{reply, std::move(on_reply)};
   std::unique_lock lock(mu_);
   if (dead_) return ENOTCONN;
@@ -179,8 +180,11 @@ int Client::Call(ipc::MsgType type, const ipc::Encoder* body, std::span<const in
   }
   if (timeout_ms < 0) timeout_ms = base::ClientTimeoutMs();
   if (!replied_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return call.done; })) {
-    // Not answered in time; a late reply finds no caller and is dropped.
-    if (pending_.erase(seq) != 0) return ETIMEDOUT;
+    // Not answered in time; a late reply goes to on_late_reply, if any.
+    if (pending_.erase(seq) != 0) {
+      if (on_late_reply) late_.emplace(seq, std::move(on_late_reply));
+      return ETIMEDOUT;
+    }
     // The agent took the reply just now and is handing it over: `call` must
     // outlive that.
     replied_.wait(lock, [&] { return call.done; });
@@ -225,7 +229,15 @@ void Client::Serve(int fd) {
     if (header.type != ipc::MsgType::kReply) continue;
     std::unique_lock lock(mu_);
     auto it = pending_.find(header.seq);
-    if (it == pending_.end()) continue;
+    if (it == pending_.end()) {
+      if (auto late = late_.extract(header.seq)) {
+        lock.unlock();
+        Reply reply;
+        ParseReply(bytes, fds, &header, &reply);
+        late.mapped()(reply.error);
+      }
+      continue;
+    }
     PendingCall* call = it->second;
     pending_.erase(it);
     ParseReply(bytes, fds, &header, call->reply);
@@ -272,6 +284,8 @@ void Client::Disconnected() {
     call->done = true;
   }
   pending_.clear();
+  for (auto& [_, on_late_reply] : late_) on_late_reply(ENOTCONN);
+  late_.clear();
   replied_.notify_all();
 }
 
@@ -326,6 +340,7 @@ void Client::AtForkChild() {
 void Client::ReconnectAfterFork() {
   // The agent thread did not survive fork and the parent's calls are not ours.
   pending_.clear();
+  late_.clear();
   conn_.Reset();
   // A parent without a daemon leaves the child without one too: its agent
   // reconnects like the parent's.

@@ -42,8 +42,10 @@ extern FastState g_fast;
 // the first connection (or from a daemon whose memfd has none).
 extern std::atomic<const ipc::ProducerPolicy*> g_policy;
 
-// Writes refused because the daemon was gone, and records left in a dead
-// daemon's rings: reported to the next daemon as ring losses (thread_ring.cc).
+// Writes refused because the daemon was gone, records left in a dead
+// daemon's rings, and those of a ring the daemon refused once the thread
+// had written into it: reported to the daemon as a ring's losses, by the
+// next ring a thread hands over (thread_ring.cc).
 extern std::atomic<uint64_t> g_lost_while_disconnected;
 
 struct Reply {
@@ -72,11 +74,14 @@ class Client {
   static Client* Get();
 
   // Sends a request and waits for the reply, at most `timeout_ms` (by
-  // default ClientTimeoutMs()), then ETIMEDOUT; the reply is dropped if it
-  // comes later. `on_reply` runs on the agent thread before any later
-  // message is handled.
+  // default ClientTimeoutMs()), then ETIMEDOUT. `on_reply` runs on the
+  // agent thread before any later message is handled. A reply that comes
+  // after ETIMEDOUT is dropped, unless `on_late_reply` is given: it then
+  // gets the reply's error (0: done) on the agent thread, or ENOTCONN if
+  // the connection breaks first.
   int Call(ipc::MsgType type, const ipc::Encoder* body, std::span<const int> fds, Reply* reply,
-           std::function<void(const Reply&)> on_reply = {}, int timeout_ms = -1);
+           std::function<void(const Reply&)> on_reply = {}, int timeout_ms = -1,
+           std::function<void(int error)> on_late_reply = {});
 
   bool HasEnabler(uint64_t addr, uint8_t bit);
   // Agent-thread helpers for Call's on_reply: keep the local enabler list
@@ -128,6 +133,7 @@ class Client {
   base::ScopedFd conn_;
   uint32_t next_seq_ = 1;
   std::map<uint32_t, PendingCall*> pending_;
+  std::map<uint32_t, std::function<void(int error)>> late_;  // by seq: calls that timed out
   std::vector<LocalEnabler> enablers_;
   bool dead_ = false;
   std::vector<uint8_t> agent_buffer_;  // only the agent thread touches it

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "base/tsc.h"
 #include "ring/page_event.h"
@@ -14,6 +15,18 @@
 namespace udiag::producer {
 
 constinit thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
+
+// The daemon's answer to a ring the thread began writing into before it
+// came: the agent thread stores it, the writing thread reads it as it opens
+// a page. Each holds a reference; the last to let go frees it.
+struct RingVerdict {
+  static constexpr int kUnanswered = 0, kTaken = 1, kRefused = 2;
+  std::atomic<int> answer{kUnanswered};
+  std::atomic<int> holders{2};
+  void Release() {
+    if (holders.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+};
 
 namespace {
 
@@ -25,9 +38,24 @@ void Unmap(ring::RingMapping& m) {
   m.base = nullptr;
 }
 
+bool IsThreadsRing(const UnansweredRing& ring) { return ring.mapping.base == t_ring.mapping.base; }
+
+// The thread no longer cares whether the daemon took its rings: it exits,
+// or its rings are its parent's (fork) or a dead daemon's (reconnect).
+void ForgetUnanswered() {
+  for (uint32_t i = 0; i < t_ring.unanswered_count; ++i) {
+    UnansweredRing& ring = t_ring.unanswered[i];
+    ring.verdict->Release();
+    if (!IsThreadsRing(ring)) Unmap(ring.mapping);
+  }
+  t_ring.unanswered_count = 0;
+}
+
 // Thread exit: tell the daemon this ring is finished. A ring from before a
 // fork belongs to the parent's thread and is left alone.
 void OnThreadExit(void*) {
+  ForgetUnanswered();
+  delete[] std::exchange(t_ring.unanswered, nullptr);
   if (t_ring.mapping.base && t_ring.generation == g_fast.ring_generation.load()) ThreadWriter().MarkClosed();
   Unmap(t_ring.mapping);
   t_ring.generation = 0;
@@ -89,9 +117,13 @@ pthread_key_t ExitKey() {
 // The reply comes once the daemon has mapped the ring. A daemon that does
 // not answer within kRingAckWaitMs (stopped, swamped) maps the ring when it
 // gets to it: the write goes on meanwhile, held up only by a full ring under
-// a --block recording, as a mapped ring would be.
-ring::RingMapping HandOverNewRing(Client* client, uint32_t data_size, uint64_t lost, bool* refused) {
+// a --block recording, as a mapped ring would be. Its answer then comes
+// through `*unanswered` (else null): a daemon that refuses the ring late
+// never reads what the thread wrote there (TakeLateAnswers).
+ring::RingMapping HandOverNewRing(Client* client, uint32_t data_size, uint64_t lost, bool* refused,
+                                  RingVerdict** unanswered) {
   *refused = false;
+  *unanswered = nullptr;
   ring::RingMapping m{-1, nullptr, 0};
   auto clock = static_cast<ring::ClockDomain>(g_fast.clock.load());
   if (ring::CreateRing(data_size, gettid(), clock, &m) != 0) return {-1, nullptr, 0};
@@ -102,10 +134,23 @@ ring::RingMapping HandOverNewRing(Client* client, uint32_t data_size, uint64_t l
                              std::memory_order_relaxed);
   Reply reply;
   int fds[] = {m.fd};
-  int err = client->Call(ipc::MsgType::kAddRing, nullptr, fds, &reply, {}, kRingAckWaitMs);
+  auto* verdict = new RingVerdict;
+  int err =
+      client->Call(ipc::MsgType::kAddRing, nullptr, fds, &reply, {}, kRingAckWaitMs, [verdict](int error) {
+        // ENOTCONN: the daemon went away, and the next one hears of the ring's
+        // events from TakeDisconnectedLosses.
+        verdict->answer.store(error != 0 && error != ENOTCONN ? RingVerdict::kRefused : RingVerdict::kTaken,
+                              std::memory_order_release);
+        verdict->Release();
+      });
   close(m.fd);
   m.fd = -1;
-  if (err == ETIMEDOUT) err = 0;
+  if (err == ETIMEDOUT) {
+    err = 0;
+    *unanswered = verdict;
+  } else {
+    delete verdict;  // the agent never had it
+  }
   if (err || reply.error) {
     Unmap(m);
     *refused = reply.error != 0;
@@ -114,7 +159,15 @@ ring::RingMapping HandOverNewRing(Client* client, uint32_t data_size, uint64_t l
   return m;
 }
 
-void UseRing(const ring::RingMapping& m) {
+// Makes `m` the thread's ring, the daemon's answer still to come when
+// `unanswered` is not null.
+void UseRing(const ring::RingMapping& m, RingVerdict* unanswered) {
+  // Room: GrowThreadRing leaves it, and a ring renewed without a fork or
+  // reconnect replaces one refused late, whose place is free again.
+  if (unanswered) {
+    if (!t_ring.unanswered) t_ring.unanswered = new UnansweredRing[ThreadRing::kMaxUnanswered];
+    t_ring.unanswered[t_ring.unanswered_count++] = {m, unanswered};
+  }
   t_ring.mapping = m;
   ThreadWriter() = ring::RingWriter();
   ThreadWriter().Attach(m.base);
@@ -131,17 +184,21 @@ bool RenewThreadRing() {
   // After a fork the old ring is the parent's; after a reconnect it belongs
   // to a daemon that is gone. Either way this thread stops using it.
   const uint64_t lost = TakeDisconnectedLosses();
+  // A ring refused late is renewed here too; its elders may still be
+  // answered.
+  if (t_ring.owner != getpid() || t_ring.epoch != epoch) ForgetUnanswered();
   Unmap(t_ring.mapping);
   ThreadWriter() = ring::RingWriter();
   bool refused;
-  ring::RingMapping m = HandOverNewRing(client, g_fast.ring_bytes.load(), lost, &refused);
+  RingVerdict* unanswered;
+  ring::RingMapping m = HandOverNewRing(client, g_fast.ring_bytes.load(), lost, &refused, &unanswered);
   if (!m.base) {
     if (refused) t_ring.retry_after_ns = base::MonotonicNs() + kRingRetryNs;
     g_lost_while_disconnected.fetch_add(lost, std::memory_order_relaxed);  // the next ring tells
     return false;
   }
   t_ring.retry_after_ns = 0;
-  UseRing(m);
+  UseRing(m, unanswered);
   t_ring.last_event = RememberedEvent();
   std::fill(std::begin(t_ring.remembered), std::end(t_ring.remembered), RememberedEvent());
   t_ring.generation = generation;
@@ -155,22 +212,61 @@ bool GrowThreadRing() {
   const uint64_t size = ThreadWriter().data_size();
   const uint64_t max = g_fast.ring_max_bytes.load(std::memory_order_relaxed);
   // A ring due to be renewed anyway (fork, reconnect) is left to that.
-  if (size >= max || t_ring.generation != g_fast.ring_generation.load()) return false;
+  if (size >= max || t_ring.generation != g_fast.ring_generation.load() ||
+      t_ring.unanswered_count == ThreadRing::kMaxUnanswered) {
+    return false;
+  }
   const uint64_t now = base::MonotonicNs();
   if (now < t_ring.grow_after_ns) return false;
   Client* client = Client::Get();
   if (!client) return false;
   bool refused;
-  ring::RingMapping m = HandOverNewRing(client, static_cast<uint32_t>(std::min(size * 4, max)), 0, &refused);
+  RingVerdict* unanswered;
+  ring::RingMapping m =
+      HandOverNewRing(client, static_cast<uint32_t>(std::min(size * 4, max)), 0, &refused, &unanswered);
   if (!m.base) {
     t_ring.grow_after_ns = now + kRingRetryNs;
     return false;
   }
-  // The daemon drains what is left in the old ring before the new one.
+  // The daemon drains what is left in the old ring before the new one. An
+  // old ring not answered for yet stays mapped until it is.
   ThreadWriter().MarkClosed();
-  Unmap(t_ring.mapping);
-  UseRing(m);
+  const bool old_unanswered =
+      std::any_of(t_ring.unanswered, t_ring.unanswered + t_ring.unanswered_count, IsThreadsRing);
+  if (!old_unanswered) Unmap(t_ring.mapping);
+  UseRing(m, unanswered);
   return true;
+}
+
+bool TakeLateAnswers() {
+  bool dropped = false;
+  for (uint32_t i = 0; i < t_ring.unanswered_count;) {
+    UnansweredRing& entry = t_ring.unanswered[i];
+    const int answer = entry.verdict->answer.load(std::memory_order_acquire);
+    if (answer == RingVerdict::kUnanswered) {
+      ++i;
+      continue;
+    }
+    const bool threads = IsThreadsRing(entry);
+    if (answer == RingVerdict::kRefused) {
+      // Its events, and what it dropped and carried as lost (its lost count).
+      const auto* header = static_cast<const ring::RingHeader*>(entry.mapping.base);
+      g_lost_while_disconnected.fetch_add(
+          UndrainedRecords(entry.mapping) + header->lost.load(std::memory_order_relaxed),
+          std::memory_order_relaxed);
+      if (threads) {
+        ThreadWriter() = ring::RingWriter();
+        t_ring.mapping.base = nullptr;  // unmapped below
+        t_ring.generation = 0;          // the thread's next write asks for a ring again, after the delay
+        t_ring.retry_after_ns = base::MonotonicNs() + kRingRetryNs;
+        dropped = true;
+      }
+    }
+    if (!threads || answer == RingVerdict::kRefused) Unmap(entry.mapping);
+    entry.verdict->Release();
+    entry = t_ring.unanswered[--t_ring.unanswered_count];
+  }
+  return dropped;
 }
 
 }  // namespace udiag::producer

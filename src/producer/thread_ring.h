@@ -6,7 +6,8 @@
 // writing into its parent's.
 // The first ring after a daemon restart carries, as its lost count, the
 // writes refused while there was no daemon and the records the old daemon
-// never drained.
+// never drained; a thread's next ring, the records of a ring the daemon
+// refused after the thread began writing into it.
 #pragma once
 
 #include <sys/types.h>
@@ -37,6 +38,17 @@ struct RememberedEvent {
   uint32_t loc_count = 0;
 };
 
+// Whether the daemon took a ring the thread began writing into before the
+// daemon answered (thread_ring.cc).
+struct RingVerdict;
+
+// A ring of the thread's the daemon has not answered for yet: the thread's
+// ring, or one it since outgrew, kept mapped until the answer comes.
+struct UnansweredRing {
+  ring::RingMapping mapping{-1, nullptr, 0};
+  RingVerdict* verdict = nullptr;
+};
+
 // Plain data with constant initialisation, in the initial-exec TLS model:
 // the write path reaches it with one %fs-relative access, no __tls_get_addr
 // and no lazy-init wrapper. Thread exit is handled by a pthread key.
@@ -60,6 +72,14 @@ struct ThreadRing {
   // each remembered; one written in another's slot takes its place.
   static constexpr uint32_t kRememberedEvents = 4;
   RememberedEvent remembered[kRememberedEvents];
+  // Rings the daemon has not said yet whether it took: the thread stopped
+  // waiting for the answer (HandOverNewRing). A thread that outgrows its
+  // rings while its daemon is stopped has one per ring size. On the heap,
+  // made when first needed: static TLS, which a dlopen'ed libudiag takes
+  // from glibc's small reserve, stays small.
+  static constexpr uint32_t kMaxUnanswered = 8;
+  UnansweredRing* unanswered = nullptr;
+  uint32_t unanswered_count = 0;
 };
 
 extern constinit thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
@@ -75,6 +95,13 @@ extern constinit thread_local ThreadRing t_ring __attribute__((tls_model("initia
 // after kRingRetryNs. True when the thread's ring (the same RingWriter) is
 // a new one.
 [[gnu::cold, gnu::noinline]] bool GrowThreadRing();
+
+// Takes the daemon's late answers for the thread's unanswered rings: one it
+// refused never had its events read, so they are counted lost (the
+// thread's next ring reports them); it is unmapped, and if it is the
+// thread's ring, the thread asks for a new one after a while. True when
+// that happened. For a thread with unanswered rings, as it opens a page.
+[[gnu::cold, gnu::noinline]] bool TakeLateAnswers();
 
 // This thread's ring writer, through a pointer the compiler cannot tell is
 // a thread-local address: GCC 12 under -fsanitize=null (our ASan+UBSan

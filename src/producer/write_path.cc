@@ -94,9 +94,14 @@ namespace {
 // Reserves `payload` bytes for an event in the thread's ring, opening a
 // page there, or in a larger ring when this one is full (the thread outran
 // the daemon). nullptr when the event is dropped, counted lost: a full ring
-// that cannot grow, or a record too big for the trace, whose write still
+// that cannot grow, a record too big for the trace, or a ring the daemon
+// refused after the thread began writing into it; the write still
 // succeeds, as in the kernel.
 [[gnu::noinline]] uint8_t* ReserveGrowing(size_t payload, uint32_t id, uint32_t cpu, uint64_t ts) {
+  if (t_ring.unanswered_count != 0 && TakeLateAnswers()) [[unlikely]] {
+    g_lost_while_disconnected.fetch_add(1, std::memory_order_relaxed);  // this write too
+    return nullptr;
+  }
   ring::RingWriter& ring = ThreadWriter();  // GrowThreadRing keeps it, attached to the new ring
   const auto len = static_cast<uint32_t>(std::min<size_t>(payload, UINT32_MAX));
   uint8_t* dst = ring.ReserveUnlessFull(len, static_cast<uint16_t>(id), static_cast<uint16_t>(cpu), ts);

@@ -3,6 +3,7 @@
 // ones running as uid 65534: per-user limits on connections, unread
 // replies, events and ring memory, the role check, and running out of fds.
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -16,10 +17,9 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "base/daemon_dir.h"
 #include "base/unix_socket.h"
@@ -27,6 +27,7 @@
 #include "ipc/protocol.h"
 #include "ring/ring_writer.h"
 #include "system_daemon_test.h"
+#include "udiag/udiag.h"
 
 namespace udiag::integration {
 namespace {
@@ -408,6 +409,98 @@ TEST_F(DaemonLimitsTest, RingMemoryPerUserEndsInEnomem) {
   RawClient root;
   ASSERT_EQ(root.Open(dir_, ipc::Role::kProducer), "");
   EXPECT_EQ(root.AddRing(), 0);
+}
+
+// Rings the daemon refuses after their thread stopped waiting for the
+// answer: the daemon was stopped when the thread handed its ring over and
+// when it outgrew that one, and then finds the user over its ring memory.
+// What the thread wrote in both is counted lost, reported by its next ring:
+// every write that succeeded is in the trace or counted lost.
+TEST_F(DaemonLimitsTest, RingsRefusedLateHaveTheirEventsCountedLost) {
+  // Rings of 64 KiB growing to 256 KiB; 1 MiB holds 15 of 64 KiB with
+  // their headers.
+  StartDaemon({"--ring-kb", "64", "--ring-max-kb", "256", "--max-ring-mb-per-user", "1"});
+  auto consumer = MustConnect(dir_);
+  ASSERT_EQ(consumer.AutoEnable("late"), 0);
+  int to_parent[2], to_child[2];
+  ASSERT_EQ(pipe(to_parent), 0);
+  ASSERT_EQ(pipe(to_child), 0);
+  auto tell = [](int fd, char c) { return write(fd, &c, 1) == 1; };
+  auto heard = [](int fd, char c) {
+    pollfd p{fd, POLLIN, 0};
+    char got = 0;
+    return poll(&p, 1, 10'000) == 1 && read(fd, &got, 1) == 1 && got == c;
+  };
+  constexpr int kWrittenStopped = 6000;  // 16-byte events: more than 64 KiB hold
+  ChildAs producer(kUser, kGroup, [&]() -> std::string {
+    setenv("UDIAG_DIR", dir_.c_str(), 1);
+    // Another connection takes all of the user's ring memory.
+    static std::optional<RawClient> filler(std::in_place);
+    if (std::string err = filler->Open(dir_, ipc::Role::kProducer); !err.empty()) return err;
+    int held = 0;
+    while (filler->AddRing() == 0) ++held;
+    static uint32_t enabled = 0;
+    user_reg reg{};
+    reg.size = sizeof(reg);
+    reg.enable_size = sizeof(enabled);
+    reg.enable_addr = reinterpret_cast<uintptr_t>(&enabled);
+    reg.name_args = reinterpret_cast<uintptr_t>("late u32 seq");
+    const int fd = udiag_open();
+    if (fd < 0 || udiag_ioctl(fd, DIAG_IOCSREG, &reg) < 0) return "register " + Errno(errno);
+    if (!PollUntil([&] { return __atomic_load_n(&enabled, __ATOMIC_RELAXED) != 0; })) return "never enabled";
+    uint32_t seq = 0;
+    uint64_t written = 0;
+    auto write_one = [&] {
+      iovec iov[2] = {{&reg.write_index, sizeof(reg.write_index)}, {&seq, sizeof(seq)}};
+      const bool ok = udiag_writev(fd, iov, 2) >= 0;
+      written += ok;
+      seq += ok;
+      return ok ? 0 : errno;
+    };
+    // The parent stops the daemon: this thread's ring goes unanswered.
+    if (!tell(to_parent[1], 'e') || !heard(to_child[0], 's')) return "no stop";
+    for (int i = 0; i < kWrittenStopped; ++i) {
+      if (int err = write_one()) return "write while stopped " + Errno(err);
+    }
+    // The daemon runs again and refuses the ring; the thread learns of it
+    // as it opens a page, and asks for a ring again only after a while.
+    if (!tell(to_parent[1], 'w') || !heard(to_child[0], 'c')) return "no cont";
+    int err = 0;
+    const auto give_up = std::chrono::steady_clock::now() + 10s;
+    for (int i = 1; !(err = write_one()) && std::chrono::steady_clock::now() < give_up; ++i) {
+      if (i % 100 == 0) std::this_thread::sleep_for(1ms);
+    }
+    // With the user's memory free again, the thread gets a ring, and that
+    // ring reports what the refused one held.
+    filler.reset();
+    if (!PollUntil([&] { return write_one() == 0; })) return "no ring after the memory was freed";
+    return "held " + std::to_string(held) + " refused with " + Errno(err) + " written " +
+           std::to_string(written);
+  });
+  ASSERT_TRUE(heard(to_parent[0], 'e')) << producer.Result();
+  ASSERT_EQ(kill(daemon_.pid(), SIGSTOP), 0);
+  ASSERT_TRUE(tell(to_child[1], 's'));
+  const bool wrote = heard(to_parent[0], 'w');
+  ASSERT_EQ(kill(daemon_.pid(), SIGCONT), 0);
+  ASSERT_TRUE(wrote) << producer.Result();
+  ASSERT_TRUE(tell(to_child[1], 'c'));
+  const std::string result = producer.Result();
+  ASSERT_EQ(result.rfind("held ", 0), 0u) << result;
+  const uint64_t written = std::stoull(result.substr(result.find("written ") + 8));
+  uint64_t kept = 0, lost = 0;
+  PollUntil([&] {
+    auto read = consumer.Read("trace");
+    const std::string trace = read.ok() ? *read : "";
+    kept = 0;
+    for (const auto& [_, copies] : SeqsOf(trace, "late")) kept += copies;
+    lost = LostCount(trace);
+    return kept + lost >= written;
+  });
+  EXPECT_EQ(kept + lost, written) << result << ": kept " << kept << ", lost " << lost;
+  EXPECT_GE(lost, uint64_t{kWrittenStopped}) << result << ": kept " << kept;
+  // Once refused, the thread's writes fail until it has a ring again.
+  EXPECT_NE(result.find("refused with " + Errno(ENOMEM)), std::string::npos) << result;
+  for (int fd : {to_parent[0], to_parent[1], to_child[0], to_child[1]}) close(fd);
 }
 
 TEST_F(DaemonLimitsTest, OutOfFdsTheDaemonDoesNotSpinAndKeepsServing) {
