@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "base/daemon_dir.h"
+#include "base/scoped_fd.h"
 #include "base/unix_socket.h"
 #include "integration_util.h"
 #include "ipc/protocol.h"
@@ -422,14 +423,16 @@ TEST_F(DaemonLimitsTest, RingsRefusedLateHaveTheirEventsCountedLost) {
   StartDaemon({"--ring-kb", "64", "--ring-max-kb", "256", "--max-ring-mb-per-user", "1"});
   auto consumer = MustConnect(dir_);
   ASSERT_EQ(consumer.AutoEnable("late"), 0);
-  int to_parent[2], to_child[2];
-  ASSERT_EQ(pipe(to_parent), 0);
-  ASSERT_EQ(pipe(to_child), 0);
-  auto tell = [](int fd, char c) { return write(fd, &c, 1) == 1; };
-  auto heard = [](int fd, char c) {
-    pollfd p{fd, POLLIN, 0};
+  // Each step of the child and the parent, told through pipes.
+  int ends[4];
+  ASSERT_EQ(pipe(ends), 0);
+  ASSERT_EQ(pipe(ends + 2), 0);
+  const base::ScopedFd from_child(ends[0]), to_parent(ends[1]), from_parent(ends[2]), to_child(ends[3]);
+  auto tell = [](const base::ScopedFd& fd, char c) { return write(fd.get(), &c, 1) == 1; };
+  auto heard = [](const base::ScopedFd& fd, char c) {
+    pollfd p{fd.get(), POLLIN, 0};
     char got = 0;
-    return poll(&p, 1, 10'000) == 1 && read(fd, &got, 1) == 1 && got == c;
+    return poll(&p, 1, 10'000) == 1 && read(fd.get(), &got, 1) == 1 && got == c;
   };
   constexpr int kWrittenStopped = 6000;  // 16-byte events: more than 64 KiB hold
   ChildAs producer(kUser, kGroup, [&]() -> std::string {
@@ -458,13 +461,13 @@ TEST_F(DaemonLimitsTest, RingsRefusedLateHaveTheirEventsCountedLost) {
       return ok ? 0 : errno;
     };
     // The parent stops the daemon: this thread's ring goes unanswered.
-    if (!tell(to_parent[1], 'e') || !heard(to_child[0], 's')) return "no stop";
+    if (!tell(to_parent, 'e') || !heard(from_parent, 's')) return "no stop";
     for (int i = 0; i < kWrittenStopped; ++i) {
       if (int err = write_one()) return "write while stopped " + Errno(err);
     }
     // The daemon runs again and refuses the ring; the thread learns of it
     // as it opens a page, and asks for a ring again only after a while.
-    if (!tell(to_parent[1], 'w') || !heard(to_child[0], 'c')) return "no cont";
+    if (!tell(to_parent, 'w') || !heard(from_parent, 'c')) return "no cont";
     int err = 0;
     const auto give_up = std::chrono::steady_clock::now() + 10s;
     for (int i = 1; !(err = write_one()) && std::chrono::steady_clock::now() < give_up; ++i) {
@@ -477,13 +480,13 @@ TEST_F(DaemonLimitsTest, RingsRefusedLateHaveTheirEventsCountedLost) {
     return "held " + std::to_string(held) + " refused with " + Errno(err) + " written " +
            std::to_string(written);
   });
-  ASSERT_TRUE(heard(to_parent[0], 'e')) << producer.Result();
+  ASSERT_TRUE(heard(from_child, 'e')) << producer.Result();
   ASSERT_EQ(kill(daemon_.pid(), SIGSTOP), 0);
-  ASSERT_TRUE(tell(to_child[1], 's'));
-  const bool wrote = heard(to_parent[0], 'w');
+  ASSERT_TRUE(tell(to_child, 's'));
+  const bool wrote = heard(from_child, 'w');
   ASSERT_EQ(kill(daemon_.pid(), SIGCONT), 0);
   ASSERT_TRUE(wrote) << producer.Result();
-  ASSERT_TRUE(tell(to_child[1], 'c'));
+  ASSERT_TRUE(tell(to_child, 'c'));
   const std::string result = producer.Result();
   ASSERT_EQ(result.rfind("held ", 0), 0u) << result;
   const uint64_t written = std::stoull(result.substr(result.find("written ") + 8));
@@ -500,7 +503,6 @@ TEST_F(DaemonLimitsTest, RingsRefusedLateHaveTheirEventsCountedLost) {
   EXPECT_GE(lost, uint64_t{kWrittenStopped}) << result << ": kept " << kept;
   // Once refused, the thread's writes fail until it has a ring again.
   EXPECT_NE(result.find("refused with " + Errno(ENOMEM)), std::string::npos) << result;
-  for (int fd : {to_parent[0], to_parent[1], to_child[0], to_child[1]}) close(fd);
 }
 
 TEST_F(DaemonLimitsTest, OutOfFdsTheDaemonDoesNotSpinAndKeepsServing) {
