@@ -11,6 +11,7 @@
 #include <cerrno>
 
 #include "base/proc_stat.h"
+#include "ring/ring_layout.h"
 #include "schema/event_description.h"
 #include "service/server_epoll.h"
 #include "udiag/udiag.h"
@@ -215,6 +216,16 @@ int Server::OnAddRing(Connection& conn, std::vector<ScopedFd>& fds) {
   struct stat ring_stat;
   if (fstat(fds[0].get(), &ring_stat) < 0) return errno;
   uint64_t bytes = ring_stat.st_size;
+  // The largest rings are for threads that outrun the daemon. Every user,
+  // the privileged too, gets them only while his rings stay within half his
+  // limit: the rest is kept for new threads' first rings, and a thread
+  // refused one keeps the ring it has.
+  const bool largest =
+      bytes - ring::kHeaderBytes >= options_.ring_max_bytes && options_.ring_max_bytes > options_.ring_bytes;
+  if (largest &&
+      quotas_.Used(conn.peer.uid, Resource::kRingBytes) + bytes > quotas_.Limit(Resource::kRingBytes) / 2) {
+    return ENOMEM;
+  }
   if (!quotas_.TryCharge(conn.peer.uid, conn.caller.privileged, Resource::kRingBytes, bytes)) {
     return Refuse(conn, Resource::kRingBytes, ENOMEM);
   }

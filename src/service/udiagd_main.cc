@@ -80,10 +80,13 @@ int main(int argc, char** argv) {
   app.add_option("--ring-kb", ring_kb, fmt::format("Size of each producer thread's ring in KiB (power of two; default {})", ring_kb))
       ->check(CLI::Range(4u, 65536u));
   uint32_t ring_max_kb = udiag::service::kDefaultRingMaxBytes / 1024;
-  app.add_option("--ring-max-kb", ring_max_kb,
-                 fmt::format("Size in KiB a thread's ring grows to at most once it overflowed, four times "
-                             "larger each time (power of two; default {}; --ring-kb or less: rings never grow)",
-                             ring_max_kb))
+  app.add_option(
+         "--ring-max-kb", ring_max_kb,
+         fmt::format("Size in KiB a thread's ring grows to at most once it overflowed, four times "
+                     "larger each time (power of two; default {}; --ring-kb or less: rings never grow). "
+                     "Rings of this size are given while their user's rings stay within half of "
+                     "--max-ring-mb-per-user",
+                     ring_max_kb))
       ->check(CLI::Range(4u, 65536u));
   udiag::service::UserLimits limits;
   uint64_t queued_kb_per_connection = limits.queued_bytes_per_connection >> 10;

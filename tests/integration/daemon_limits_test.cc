@@ -107,11 +107,13 @@ class RawClient {
     return Call(ipc::MsgType::kRegister, e, fds);
   }
 
-  // Maps a ring of the daemon's size, as a producer thread does, and hands it over.
-  int AddRing() {
+  // Maps a ring of the daemon's size (or `data_size`), as a producer thread
+  // does, and hands it over.
+  int AddRing(uint32_t data_size = 0) {
     ring::RingMapping m{-1, nullptr, 0};
     auto clock = static_cast<ring::ClockDomain>(hello_.clock);
-    if (int err = ring::CreateRing(hello_.ring_bytes, gettid(), clock, &m)) return err;
+    if (int err = ring::CreateRing(data_size ? data_size : hello_.ring_bytes, gettid(), clock, &m))
+      return err;
     int fds[] = {m.fd};
     int err = Call(ipc::MsgType::kAddRing, ipc::Encoder(), fds);
     close(m.fd);
@@ -410,6 +412,28 @@ TEST_F(DaemonLimitsTest, RingMemoryPerUserEndsInEnomem) {
   RawClient root;
   ASSERT_EQ(root.Open(dir_, ipc::Role::kProducer), "");
   EXPECT_EQ(root.AddRing(), 0);
+}
+
+TEST_F(DaemonLimitsTest, RingsOfTheLargestSizeStopAtHalfTheRingMemory) {
+  // 1 MiB of ring memory; rings of 64 KiB growing to 256 KiB, each with a
+  // header page: two of the largest would take more than half of it.
+  StartDaemon({"--ring-kb", "64", "--ring-max-kb", "256", "--max-ring-mb-per-user", "1"});
+  auto as_user = ProducerAs(kUser, [](RawClient& client, int) {
+    std::string result = Errno(client.AddRing(256 << 10));
+    result += " " + Errno(client.AddRing(256 << 10));
+    // What is left is for threads' first rings, up to the whole limit.
+    int small = 0;
+    while (client.AddRing() == 0) ++small;
+    return result + " " + std::to_string(small);
+  });
+  // 260 KiB taken; refused at 520 KiB; then 11 of 68 KiB fit in 1 MiB.
+  EXPECT_EQ(as_user->Result(), "0 " + Errno(ENOMEM) + " 11");
+  // The limit is no limit to root, but half of it still bounds his largest rings.
+  RawClient root;
+  ASSERT_EQ(root.Open(dir_, ipc::Role::kProducer), "");
+  EXPECT_EQ(root.AddRing(256 << 10), 0);
+  EXPECT_EQ(root.AddRing(256 << 10), ENOMEM);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(root.AddRing(), 0);
 }
 
 // Rings the daemon refuses after their thread stopped waiting for the

@@ -243,8 +243,9 @@ TEST_F(StalledRecorderTest, LosesNothingUncountedAndGoesOnWhenItReads) {
   auto stream = consumer::RecordStream::Open(dir, "rec", true);
   ASSERT_TRUE(stream.ok()) << strerror(stream.error());
 
-  // Far more than the stream's ring and the producer's ring hold, unread.
-  constexpr uint32_t kFlood = 3000000;
+  // Far more than the stream's ring and pool and the producer's ring (64 MiB
+  // at most) hold, unread: 160 MB of records.
+  constexpr uint32_t kFlood = 10000000;
   ASSERT_EQ(RunProgram({Bin("hammer_producer"), "flood", std::to_string(kFlood)}, {.udiag_dir = dir}, 60s), 0);
   // Reading again, while a paced producer writes: its events all arrive,
   // and the flood's losses come on the pages after them (a partly filled

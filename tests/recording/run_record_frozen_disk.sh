@@ -21,7 +21,7 @@ cleanup() {
   kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null; rm -rf "$T"
 }
 fail() { echo "FAIL: $*"; cleanup; exit 1; }
-N=8000000  # 160 MB of trace.dat: more than the daemon's 96 MiB of file pages
+N=14000000  # 280 MB of trace.dat: more than the daemon's 96 MiB of file pages and a 64 MiB ring
 
 mkdir "$MNT"
 truncate -s 1G "$T/disk.img" && mkfs.ext4 -q -F "$T/disk.img" && mount -o loop "$T/disk.img" "$MNT" ||

@@ -101,9 +101,9 @@ echo "Perfetto after kill -9: $pf events"
 # the daemon writes the pages into the file itself, and only the counting
 # waits, in the stream ring. Into a pipe, whose pages the recorder must
 # take, the same recording loses what its 64 KiB buffer, the 8 MiB stream
-# ring, its 16 MiB pool and the producer's ring (16 MiB at most) do not
-# hold: 3000000 events are 60 MB of pages.
-N=3000000
+# ring, its 16 MiB pool and the producer's ring (64 MiB at most) do not
+# hold: 6000000 events are 120 MB of pages.
+N=6000000
 record_stopped() {  # OUTPUT: the recording, stopped while N events are written
   "$UDIAG" record --size 64 -e counted -o "$1" 2>"$T/record.err" & R=$!
   # Stopped once its stream is open (it maps the stream's memfd).
