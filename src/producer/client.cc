@@ -284,9 +284,13 @@ void Client::Disconnected() {
     call->done = true;
   }
   pending_.clear();
+  AbandonLateCalls();
+  replied_.notify_all();
+}
+
+void Client::AbandonLateCalls() {
   for (auto& [_, on_late_reply] : late_) on_late_reply(ENOTCONN);
   late_.clear();
-  replied_.notify_all();
 }
 
 bool Client::HasEnabler(uint64_t addr, uint8_t bit) {
@@ -338,9 +342,10 @@ void Client::AtForkChild() {
 }
 
 void Client::ReconnectAfterFork() {
-  // The agent thread did not survive fork and the parent's calls are not ours.
+  // The agent thread did not survive fork and the parent's calls are not
+  // ours: their late answers will never come here.
   pending_.clear();
-  late_.clear();
+  AbandonLateCalls();
   conn_.Reset();
   // A parent without a daemon leaves the child without one too: its agent
   // reconnects like the parent's.

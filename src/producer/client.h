@@ -78,7 +78,7 @@ class Client {
   // agent thread before any later message is handled. A reply that comes
   // after ETIMEDOUT is dropped, unless `on_late_reply` is given: it then
   // gets the reply's error (0: done) on the agent thread, or ENOTCONN if
-  // the connection breaks first.
+  // the connection breaks first (or, in a forked child, at the fork).
   int Call(ipc::MsgType type, const ipc::Encoder* body, std::span<const int> fds, Reply* reply,
            std::function<void(const Reply&)> on_reply = {}, int timeout_ms = -1,
            std::function<void(int error)> on_late_reply = {});
@@ -114,6 +114,8 @@ class Client {
   void Serve(int fd);
   void HandleNotice(ipc::Decoder& body);
   void Disconnected();
+  // Runs the on_late_reply of every call still waiting, with ENOTCONN.
+  void AbandonLateCalls();
   // reconnect.cc: connects with backoff until a daemon answers and this
   // process's data files and enablers are registered on it again.
   void Reconnect();

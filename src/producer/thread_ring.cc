@@ -40,14 +40,16 @@ void Unmap(ring::RingMapping& m) {
 
 bool IsThreadsRing(const UnansweredRing& ring) { return ring.mapping.base == t_ring.mapping.base; }
 
+// Done waiting for `ring`'s answer: unmapped unless the thread writes there.
+void Settle(UnansweredRing& ring) {
+  ring.verdict->Release();
+  if (!IsThreadsRing(ring)) Unmap(ring.mapping);
+}
+
 // The thread no longer cares whether the daemon took its rings: it exits,
 // or its rings are its parent's (fork) or a dead daemon's (reconnect).
 void ForgetUnanswered() {
-  for (uint32_t i = 0; i < t_ring.unanswered_count; ++i) {
-    UnansweredRing& ring = t_ring.unanswered[i];
-    ring.verdict->Release();
-    if (!IsThreadsRing(ring)) Unmap(ring.mapping);
-  }
+  for (uint32_t i = 0; i < t_ring.unanswered_count; ++i) Settle(t_ring.unanswered[i]);
   t_ring.unanswered_count = 0;
 }
 
@@ -247,23 +249,21 @@ bool TakeLateAnswers() {
       ++i;
       continue;
     }
-    const bool threads = IsThreadsRing(entry);
     if (answer == RingVerdict::kRefused) {
       // Its events, and what it dropped and carried as lost (its lost count).
       const auto* header = static_cast<const ring::RingHeader*>(entry.mapping.base);
       g_lost_while_disconnected.fetch_add(
           UndrainedRecords(entry.mapping) + header->lost.load(std::memory_order_relaxed),
           std::memory_order_relaxed);
-      if (threads) {
+      if (IsThreadsRing(entry)) {
         ThreadWriter() = ring::RingWriter();
-        t_ring.mapping.base = nullptr;  // unmapped below
+        t_ring.mapping.base = nullptr;  // no longer the thread's: Settle unmaps it
         t_ring.generation = 0;          // the thread's next write asks for a ring again, after the delay
         t_ring.retry_after_ns = base::MonotonicNs() + kRingRetryNs;
         dropped = true;
       }
     }
-    if (!threads || answer == RingVerdict::kRefused) Unmap(entry.mapping);
-    entry.verdict->Release();
+    Settle(entry);
     entry = t_ring.unanswered[--t_ring.unanswered_count];
   }
   return dropped;
