@@ -259,7 +259,7 @@ rows = [
     ("machine state: a cache line to another thread and back", *median(ring, "BM_CacheLineRoundTrip")),
     ("udiag ring: reserve + 32 B + commit (1 MiB ring)", *median(ring, "BM_RingWrite32/poll_us:50/ring_kb:1024")),
     ("udiag ring: the same in a 4 MiB ring (udiagd's default)", *median(ring, "BM_RingWrite32/poll_us:50/ring_kb:4096")),
-    ("udiag ring: the same in a 16 MiB ring (udiagd's largest)", *median(ring, "BM_RingWrite32/poll_us:50/ring_kb:16384")),
+    ("udiag ring: the same in a 16 MiB ring (LTTng-UST's per-CPU buffers here)", *median(ring, "BM_RingWrite32/poll_us:50/ring_kb:16384")),
     ("udiag enabled write, C (udiag_writev)", *median(ud, "BM_EnabledWriteC")),
     ("udiag enabled write, C, two events in turn", *median(ud, "BM_EnabledWriteCInTurn")),
     ("udiag enabled write, C++ (event<u64 x4>)", *median(ud, "BM_EnabledWriteCpp")),
