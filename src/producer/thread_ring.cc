@@ -93,11 +93,17 @@ uint64_t UndrainedRecords(const ring::RingMapping& m) {
   return records;
 }
 
-// Losses of the time without a daemon, which this thread's new ring reports.
+// Losses of the time without a daemon, which this thread's new ring reports:
+// with them, when a daemon died, what its rings of this thread still held
+// (the current one, and those it outgrew that the daemon never answered for).
 uint64_t TakeDisconnectedLosses() {
   uint64_t lost = g_lost_while_disconnected.exchange(0, std::memory_order_relaxed);
-  bool orphaned = t_ring.mapping.base && t_ring.epoch != g_fast.epoch.load() && t_ring.owner == getpid();
-  return orphaned ? lost + UndrainedRecords(t_ring.mapping) : lost;
+  if (t_ring.epoch == g_fast.epoch.load() || t_ring.owner != getpid()) return lost;
+  if (t_ring.mapping.base) lost += UndrainedRecords(t_ring.mapping);
+  for (uint32_t i = 0; i < t_ring.unanswered_count; ++i) {
+    if (!IsThreadsRing(t_ring.unanswered[i])) lost += UndrainedRecords(t_ring.unanswered[i].mapping);
+  }
+  return lost;
 }
 
 pthread_key_t ExitKey() {

@@ -2,6 +2,7 @@
 // udiagd (as root, a system daemon) and real client processes, the hostile
 // ones running as uid 65534: per-user limits on connections, unread
 // replies, events and ring memory, the role check, and running out of fds.
+#include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -38,6 +39,64 @@ constexpr uid_t kOtherUser = 65533;
 constexpr gid_t kGroup = 4545;  // producers and consumers
 
 std::string Errno(int err) { return std::to_string(err); }
+
+// The pipes through which a test and its child tell each other their
+// steps (close-on-exec: a daemon started meanwhile must not hold them).
+struct StepPipes {
+  StepPipes() {
+    int ends[4];
+    if (pipe2(ends, O_CLOEXEC) < 0 || pipe2(ends + 2, O_CLOEXEC) < 0) return;
+    from_child.Reset(ends[0]), to_parent.Reset(ends[1]), from_parent.Reset(ends[2]), to_child.Reset(ends[3]);
+  }
+  base::ScopedFd from_child, to_parent, from_parent, to_child;
+};
+
+// One step, told through a pipe: the byte `c`.
+bool Tell(const base::ScopedFd& fd, char c) { return write(fd.get(), &c, 1) == 1; }
+bool Heard(const base::ScopedFd& fd, char c) {
+  pollfd p{fd.get(), POLLIN, 0};
+  char got = 0;
+  return poll(&p, 1, 10'000) == 1 && read(fd.get(), &got, 1) == 1 && got == c;
+}
+
+// A producer's "NAME u32 seq" event, registered through libudiag, and its writes.
+class SeqWriter {
+ public:
+  // "" or what failed; then waits (up to PollUntil's time) until enabled.
+  std::string Register(const char* name_args) {
+    reg_.size = sizeof(reg_);
+    reg_.enable_size = sizeof(enabled_);
+    reg_.enable_addr = reinterpret_cast<uintptr_t>(&enabled_);
+    reg_.name_args = reinterpret_cast<uintptr_t>(name_args);
+    fd_ = udiag_open();
+    if (fd_ < 0 || udiag_ioctl(fd_, DIAG_IOCSREG, &reg_) < 0) return "register " + Errno(errno);
+    return WaitEnabled() ? "" : "never enabled";
+  }
+  bool WaitEnabled() {
+    return PollUntil([&] { return __atomic_load_n(&enabled_, __ATOMIC_RELAXED) != 0; });
+  }
+  // Writes the next seq: 0 or the errno. written() counts the writes that succeeded.
+  int WriteOne() {
+    iovec iov[2] = {{&reg_.write_index, sizeof(reg_.write_index)}, {&seq_, sizeof(seq_)}};
+    if (udiag_writev(fd_, iov, 2) < 0) return errno;
+    ++seq_;
+    return 0;
+  }
+  // Writes `count`: 0, or the first write's errno.
+  int WriteMany(int count) {
+    for (int i = 0; i < count; ++i) {
+      if (int err = WriteOne()) return err;
+    }
+    return 0;
+  }
+  uint64_t written() const { return seq_; }
+
+ private:
+  uint32_t enabled_ = 0;
+  user_reg reg_{};
+  int fd_ = -1;
+  uint32_t seq_ = 0;
+};
 
 // A client speaking the wire protocol itself, to see exact replies.
 class RawClient {
@@ -136,8 +195,10 @@ class RawClient {
 class ChildAs {
  public:
   ChildAs(uid_t uid, gid_t gid, const std::function<std::string()>& body) {
+    // Close-on-exec: a daemon the test starts later must not hold the
+    // release pipe open, or the child never sees Release().
     int report[2], release[2];
-    if (pipe(report) < 0 || pipe(release) < 0) return;
+    if (pipe2(report, O_CLOEXEC) < 0 || pipe2(release, O_CLOEXEC) < 0) return;
     pid_ = fork();
     if (pid_ == 0) {
       close(report[0]);
@@ -448,16 +509,9 @@ TEST_F(DaemonLimitsTest, RingsRefusedLateHaveTheirEventsCountedLost) {
   auto consumer = MustConnect(dir_);
   ASSERT_EQ(consumer.AutoEnable("late"), 0);
   // Each step of the child and the parent, told through pipes.
-  int ends[4];
-  ASSERT_EQ(pipe(ends), 0);
-  ASSERT_EQ(pipe(ends + 2), 0);
-  const base::ScopedFd from_child(ends[0]), to_parent(ends[1]), from_parent(ends[2]), to_child(ends[3]);
-  auto tell = [](const base::ScopedFd& fd, char c) { return write(fd.get(), &c, 1) == 1; };
-  auto heard = [](const base::ScopedFd& fd, char c) {
-    pollfd p{fd.get(), POLLIN, 0};
-    char got = 0;
-    return poll(&p, 1, 10'000) == 1 && read(fd.get(), &got, 1) == 1 && got == c;
-  };
+  const StepPipes pipes;
+  ASSERT_TRUE(pipes.to_child);
+  const auto& [from_child, to_parent, from_parent, to_child] = pipes;
   constexpr int kWrittenStopped = 6000;  // 16-byte events: more than 64 KiB hold
   ChildAs producer(kUser, kGroup, [&]() -> std::string {
     setenv("UDIAG_DIR", dir_.c_str(), 1);
@@ -466,51 +520,33 @@ TEST_F(DaemonLimitsTest, RingsRefusedLateHaveTheirEventsCountedLost) {
     if (std::string err = filler->Open(dir_, ipc::Role::kProducer); !err.empty()) return err;
     int held = 0;
     while (filler->AddRing() == 0) ++held;
-    static uint32_t enabled = 0;
-    user_reg reg{};
-    reg.size = sizeof(reg);
-    reg.enable_size = sizeof(enabled);
-    reg.enable_addr = reinterpret_cast<uintptr_t>(&enabled);
-    reg.name_args = reinterpret_cast<uintptr_t>("late u32 seq");
-    const int fd = udiag_open();
-    if (fd < 0 || udiag_ioctl(fd, DIAG_IOCSREG, &reg) < 0) return "register " + Errno(errno);
-    if (!PollUntil([&] { return __atomic_load_n(&enabled, __ATOMIC_RELAXED) != 0; })) return "never enabled";
-    uint32_t seq = 0;
-    uint64_t written = 0;
-    auto write_one = [&] {
-      iovec iov[2] = {{&reg.write_index, sizeof(reg.write_index)}, {&seq, sizeof(seq)}};
-      const bool ok = udiag_writev(fd, iov, 2) >= 0;
-      written += ok;
-      seq += ok;
-      return ok ? 0 : errno;
-    };
+    static SeqWriter writer;
+    if (std::string err = writer.Register("late u32 seq"); !err.empty()) return err;
     // The parent stops the daemon: this thread's ring goes unanswered.
-    if (!tell(to_parent, 'e') || !heard(from_parent, 's')) return "no stop";
-    for (int i = 0; i < kWrittenStopped; ++i) {
-      if (int err = write_one()) return "write while stopped " + Errno(err);
-    }
+    if (!Tell(to_parent, 'e') || !Heard(from_parent, 's')) return "no stop";
+    if (int err = writer.WriteMany(kWrittenStopped)) return "write while stopped " + Errno(err);
     // The daemon runs again and refuses the ring; the thread learns of it
     // as it opens a page, and asks for a ring again only after a while.
-    if (!tell(to_parent, 'w') || !heard(from_parent, 'c')) return "no cont";
+    if (!Tell(to_parent, 'w') || !Heard(from_parent, 'c')) return "no cont";
     int err = 0;
     const auto give_up = std::chrono::steady_clock::now() + 10s;
-    for (int i = 1; !(err = write_one()) && std::chrono::steady_clock::now() < give_up; ++i) {
+    for (int i = 1; !(err = writer.WriteOne()) && std::chrono::steady_clock::now() < give_up; ++i) {
       if (i % 100 == 0) std::this_thread::sleep_for(1ms);
     }
     // With the user's memory free again, the thread gets a ring, and that
     // ring reports what the refused one held.
     filler.reset();
-    if (!PollUntil([&] { return write_one() == 0; })) return "no ring after the memory was freed";
+    if (!PollUntil([&] { return writer.WriteOne() == 0; })) return "no ring after the memory was freed";
     return "held " + std::to_string(held) + " refused with " + Errno(err) + " written " +
-           std::to_string(written);
+           std::to_string(writer.written());
   });
-  ASSERT_TRUE(heard(from_child, 'e')) << producer.Result();
+  ASSERT_TRUE(Heard(from_child, 'e')) << producer.Result();
   ASSERT_EQ(kill(daemon_.pid(), SIGSTOP), 0);
-  ASSERT_TRUE(tell(to_child, 's'));
-  const bool wrote = heard(from_child, 'w');
+  ASSERT_TRUE(Tell(to_child, 's'));
+  const bool wrote = Heard(from_child, 'w');
   ASSERT_EQ(kill(daemon_.pid(), SIGCONT), 0);
   ASSERT_TRUE(wrote) << producer.Result();
-  ASSERT_TRUE(tell(to_child, 'c'));
+  ASSERT_TRUE(Tell(to_child, 'c'));
   const std::string result = producer.Result();
   ASSERT_EQ(result.rfind("held ", 0), 0u) << result;
   const uint64_t written = std::stoull(result.substr(result.find("written ") + 8));
@@ -527,6 +563,54 @@ TEST_F(DaemonLimitsTest, RingsRefusedLateHaveTheirEventsCountedLost) {
   EXPECT_GE(lost, uint64_t{kWrittenStopped}) << result << ": kept " << kept;
   // Once refused, the thread's writes fail until it has a ring again.
   EXPECT_NE(result.find("refused with " + Errno(ENOMEM)), std::string::npos) << result;
+}
+
+// A daemon killed while it was stopped never answered for a thread's ring
+// nor for the one the thread outgrew it into: the next daemon is told of
+// every event in both, as lost.
+TEST_F(DaemonLimitsTest, RingsOfADaemonKilledUnansweredHaveTheirEventsCountedLost) {
+  const std::vector<std::string> rings = {"--ring-kb", "64", "--ring-max-kb", "256"};
+  StartDaemon(rings);
+  auto before = MustConnect(dir_);
+  ASSERT_EQ(before.AutoEnable("orphan"), 0);
+  const StepPipes pipes;
+  ASSERT_TRUE(pipes.to_child);
+  const auto& [from_child, to_parent, from_parent, to_child] = pipes;
+  // 16-byte events: more than 64 KiB hold, fewer than 256 KiB.
+  constexpr int kWrittenStopped = 6000;
+  ChildAs producer(kUser, kGroup, [&]() -> std::string {
+    setenv("UDIAG_DIR", dir_.c_str(), 1);
+    static SeqWriter writer;
+    if (std::string err = writer.Register("orphan u32 seq"); !err.empty()) return err;
+    if (!Tell(to_parent, 'e') || !Heard(from_parent, 's')) return "no stop";
+    if (int err = writer.WriteMany(kWrittenStopped)) return "write while stopped " + Errno(err);
+    // The parent kills the daemon and starts another; this process
+    // registers again by itself, and its next write takes a new ring.
+    if (!Tell(to_parent, 'w') || !Heard(from_parent, 'n')) return "no new daemon";
+    if (!writer.WaitEnabled()) return "never enabled by the new daemon";
+    if (int err = writer.WriteOne()) return "write after the restart " + Errno(err);
+    return "written " + std::to_string(writer.written());
+  });
+  ASSERT_TRUE(Heard(from_child, 'e')) << producer.Result();
+  ASSERT_EQ(kill(daemon_.pid(), SIGSTOP), 0);
+  ASSERT_TRUE(Tell(to_child, 's'));
+  ASSERT_TRUE(Heard(from_child, 'w')) << producer.Result();
+  ASSERT_EQ(kill(daemon_.pid(), SIGKILL), 0);
+  daemon_.Stop();
+  StartDaemon(rings);
+  auto after = MustConnect(dir_);
+  ASSERT_EQ(after.AutoEnable("orphan"), 0);
+  ASSERT_TRUE(Tell(to_child, 'n'));
+  ASSERT_EQ(producer.Result(), "written " + std::to_string(kWrittenStopped + 1));
+  std::string trace;
+  EXPECT_TRUE(PollUntil([&] {
+    auto read = after.Read("trace");
+    trace = read.ok() ? *read : "";
+    return !SeqsOf(trace, "orphan").empty();
+  })) << trace;
+  // The first daemon drained none of them before it was stopped.
+  EXPECT_EQ(LostCount(trace), uint64_t{kWrittenStopped}) << trace;
+  EXPECT_EQ(SeqsOf(trace, "orphan").size(), 1u) << trace;
 }
 
 TEST_F(DaemonLimitsTest, OutOfFdsTheDaemonDoesNotSpinAndKeepsServing) {
