@@ -28,6 +28,7 @@
 #include "integration_util.h"
 #include "ipc/protocol.h"
 #include "ring/ring_writer.h"
+#include "seq_event.h"
 #include "system_daemon_test.h"
 #include "udiag/udiag.h"
 
@@ -59,17 +60,14 @@ bool Heard(const base::ScopedFd& fd, char c) {
   return poll(&p, 1, 10'000) == 1 && read(fd.get(), &got, 1) == 1 && got == c;
 }
 
-// A producer's "NAME u32 seq" event, registered through libudiag, and its writes.
+// The test producers' "NAME u32 seq" event (seq_event.h), registered
+// through libudiag, and its writes.
 class SeqWriter {
  public:
   // "" or what failed; then waits (up to PollUntil's time) until enabled.
-  std::string Register(const char* name_args) {
-    reg_.size = sizeof(reg_);
-    reg_.enable_size = sizeof(enabled_);
-    reg_.enable_addr = reinterpret_cast<uintptr_t>(&enabled_);
-    reg_.name_args = reinterpret_cast<uintptr_t>(name_args);
+  std::string Register(const char* name) {
     fd_ = udiag_open();
-    if (fd_ < 0 || udiag_ioctl(fd_, DIAG_IOCSREG, &reg_) < 0) return "register " + Errno(errno);
+    if (fd_ < 0 || register_seq_event(fd_, name, &enabled_, 0, &reg_) < 0) return "register " + Errno(errno);
     return WaitEnabled() ? "" : "never enabled";
   }
   bool WaitEnabled() {
@@ -92,7 +90,7 @@ class SeqWriter {
   uint64_t written() const { return seq_; }
 
  private:
-  uint32_t enabled_ = 0;
+  unsigned int enabled_ = 0;
   user_reg reg_{};
   int fd_ = -1;
   uint32_t seq_ = 0;
@@ -521,7 +519,7 @@ TEST_F(DaemonLimitsTest, RingsRefusedLateHaveTheirEventsCountedLost) {
     int held = 0;
     while (filler->AddRing() == 0) ++held;
     static SeqWriter writer;
-    if (std::string err = writer.Register("late u32 seq"); !err.empty()) return err;
+    if (std::string err = writer.Register("late"); !err.empty()) return err;
     // The parent stops the daemon: this thread's ring goes unanswered.
     if (!Tell(to_parent, 'e') || !Heard(from_parent, 's')) return "no stop";
     if (int err = writer.WriteMany(kWrittenStopped)) return "write while stopped " + Errno(err);
@@ -581,7 +579,7 @@ TEST_F(DaemonLimitsTest, RingsOfADaemonKilledUnansweredHaveTheirEventsCountedLos
   ChildAs producer(kUser, kGroup, [&]() -> std::string {
     setenv("UDIAG_DIR", dir_.c_str(), 1);
     static SeqWriter writer;
-    if (std::string err = writer.Register("orphan u32 seq"); !err.empty()) return err;
+    if (std::string err = writer.Register("orphan"); !err.empty()) return err;
     if (!Tell(to_parent, 'e') || !Heard(from_parent, 's')) return "no stop";
     if (int err = writer.WriteMany(kWrittenStopped)) return "write while stopped " + Errno(err);
     // The parent kills the daemon and starts another; this process
