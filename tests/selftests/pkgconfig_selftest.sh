@@ -9,4 +9,4 @@ trap 'rm -rf "$PREFIX"' EXIT
 cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null
 export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig"
 cc -Wall -Wextra $EXTRA_CFLAGS -o "$PREFIX/selftest" "$SRC/tests/selftests/user_events_selftest.c" $(pkg-config --cflags --libs udiag)
-exec "$SRC/tests/selftests/run_selftest.sh" "$PREFIX/bin" "$PREFIX/selftest"
+"$SRC/tests/selftests/run_selftest.sh" "$PREFIX/bin" "$PREFIX/selftest"
