@@ -167,8 +167,9 @@ void PrintLossBreakdown(consumer::ConsumerClient& control, const std::string& in
                                 : std::string("--block waits instead of dropping");
   if (in_rings > disk_behind) {
     fmt::print(stderr,
-               "udiag record: {} lost in producers' rings, not drained in time (udiagd --ring-kb and "
-               "--ring-max-kb hold more; {})\n",
+               "udiag record: {} lost in producers' rings, not drained in time (a larger udiagd --ring-kb "
+               "holds more; so do a --ring-max-kb that was lowered, and a larger --max-ring-mb-per-user, "
+               "half of which the largest rings may take; {})\n",
                in_rings - disk_behind, remedy);
   }
   if (disk_behind) {
