@@ -93,15 +93,24 @@ uint64_t UndrainedRecords(const ring::RingMapping& m) {
   return records;
 }
 
+// What a dead daemon lost of ring `m`: the events it never drained, and
+// the drops it never took into its trace.
+uint64_t LostWithDaemon(const ring::RingMapping& m) {
+  const auto* header = static_cast<const ring::RingHeader*>(m.base);
+  const uint64_t dropped = header->lost.load(std::memory_order_relaxed);
+  const uint64_t taken = header->lost_taken.load(std::memory_order_relaxed);
+  return UndrainedRecords(m) + (dropped > taken ? dropped - taken : 0);
+}
+
 // Losses of the time without a daemon, which this thread's new ring reports:
-// with them, when a daemon died, what its rings of this thread still held
-// (the current one, and those it outgrew that the daemon never answered for).
+// with them, when a daemon died, what it lost of this thread's rings (the
+// current one, and those it outgrew that the daemon never answered for).
 uint64_t TakeDisconnectedLosses() {
   uint64_t lost = g_lost_while_disconnected.exchange(0, std::memory_order_relaxed);
   if (t_ring.epoch == g_fast.epoch.load() || t_ring.owner != getpid()) return lost;
-  if (t_ring.mapping.base) lost += UndrainedRecords(t_ring.mapping);
+  if (t_ring.mapping.base) lost += LostWithDaemon(t_ring.mapping);
   for (uint32_t i = 0; i < t_ring.unanswered_count; ++i) {
-    if (!IsThreadsRing(t_ring.unanswered[i])) lost += UndrainedRecords(t_ring.unanswered[i].mapping);
+    if (!IsThreadsRing(t_ring.unanswered[i])) lost += LostWithDaemon(t_ring.unanswered[i].mapping);
   }
   return lost;
 }

@@ -3,8 +3,8 @@
 // One ring per producer thread, in a sealed memfd the producer creates and
 // passes to udiagd. The producer is the only writer of `head`, `lost`,
 // `closed` and the data area; the daemon is the only writer of `tail`,
-// `consumer_sleeping` and `full_wait_ms`. `writer_waiting` is set by the
-// producer and cleared by the daemon.
+// `lost_taken`, `consumer_sleeping` and `full_wait_ms`. `writer_waiting`
+// is set by the producer and cleared by the daemon.
 //
 // The data area is a sequence of ftrace ring-buffer pages (formats.md §1.6),
 // the unit trace.dat stores: the producer writes its events already encoded
@@ -64,6 +64,11 @@ struct RingHeader {
   alignas(64) std::atomic<uint64_t> head;
   // Bytes consumed since creation (daemon-owned, monotonic).
   alignas(64) std::atomic<uint64_t> tail;
+  // The `lost` count the daemon has taken into its trace (daemon-owned):
+  // once the daemon is gone, its thread tells the next one of the rest.
+  // In what was padding, so that rings and daemons from before it still
+  // work together (a daemon from before leaves it 0).
+  std::atomic<uint64_t> lost_taken;
   // Records the producer dropped because the ring was full.
   alignas(64) std::atomic<uint64_t> lost;
   // kConsumerAwake, kConsumerSleeps or kConsumerDozes, set by the daemon;

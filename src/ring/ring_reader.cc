@@ -159,6 +159,7 @@ uint64_t RingReader::TakeLost() {
   // A larger jump is a lie (or garbage): count what could have been lost.
   const uint64_t increase = std::min(lost - lost_seen_, possible);
   lost_seen_ = lost;
+  header_->lost_taken.store(lost, std::memory_order_relaxed);
   return increase;
 }
 

@@ -238,6 +238,7 @@ class RingReader {
   // The counter is the producer's word: an increase is clamped to what one
   // thread could have lost since the last call (one event per nanosecond,
   // plus a little slack), so a hostile ring cannot report 2^64 losses.
+  // The counter's value read goes back as `lost_taken`.
   uint64_t TakeLost();
 
   bool broken() const { return broken_; }

@@ -611,6 +611,72 @@ TEST_F(DaemonLimitsTest, RingsOfADaemonKilledUnansweredHaveTheirEventsCountedLos
   EXPECT_EQ(SeqsOf(trace, "orphan").size(), 1u) << trace;
 }
 
+// A ring filled while its daemon was stopped drops writes and counts them
+// in the ring. Those the daemon took into its trace before it was killed
+// stay with it; the next daemon is told of the rest, with the events the
+// ring still held, and of nothing twice.
+TEST_F(DaemonLimitsTest, RingDropsADaemonKilledHadNotTakenAreCountedLostOnce) {
+  const std::vector<std::string> rings = {"--ring-kb", "64", "--ring-max-kb", "64"};
+  StartDaemon(rings);
+  auto before = MustConnect(dir_);
+  ASSERT_EQ(before.AutoEnable("dropped"), 0);
+  const StepPipes pipes;
+  ASSERT_TRUE(pipes.to_child);
+  const auto& [from_child, to_parent, from_parent, to_child] = pipes;
+  // 16-byte events: 64 KiB hold about 4,000, so each round drops about 2,000.
+  constexpr int kWrittenPerRound = 6000;
+  ChildAs producer(kUser, kGroup, [&]() -> std::string {
+    setenv("UDIAG_DIR", dir_.c_str(), 1);
+    static SeqWriter writer;
+    if (std::string err = writer.Register("dropped"); !err.empty()) return err;
+    for (char round : {'1', '2'}) {
+      if (!Tell(to_parent, round) || !Heard(from_parent, 's')) return "no stop";
+      if (int err = writer.WriteMany(kWrittenPerRound)) return "write while stopped " + Errno(err);
+    }
+    if (!Tell(to_parent, 'w') || !Heard(from_parent, 'n')) return "no new daemon";
+    if (!writer.WaitEnabled()) return "never enabled by the new daemon";
+    if (int err = writer.WriteOne()) return "write after the restart " + Errno(err);
+    return "written " + std::to_string(writer.written());
+  });
+  // Round 1: the daemon, stopped, then let go, takes in all of it.
+  ASSERT_TRUE(Heard(from_child, '1')) << producer.Result();
+  ASSERT_EQ(kill(daemon_.pid(), SIGSTOP), 0);
+  ASSERT_TRUE(Tell(to_child, 's'));
+  const bool heard = Heard(from_child, '2');
+  ASSERT_EQ(kill(daemon_.pid(), SIGCONT), 0);
+  ASSERT_TRUE(heard) << producer.Result();
+  uint64_t kept_first = 0, lost_first = 0;
+  ASSERT_TRUE(PollUntil([&] {
+    auto read = before.Read("trace");
+    const std::string trace = read.ok() ? *read : "";
+    kept_first = SeqsOf(trace, "dropped").size();
+    lost_first = LostCount(trace);
+    return kept_first + lost_first == kWrittenPerRound;
+  })) << "kept "
+      << kept_first << ", lost " << lost_first;
+  ASSERT_GT(lost_first, 0u) << "round 1 did not fill the ring";
+  // Round 2: stopped again, then killed.
+  ASSERT_EQ(kill(daemon_.pid(), SIGSTOP), 0);
+  ASSERT_TRUE(Tell(to_child, 's'));
+  ASSERT_TRUE(Heard(from_child, 'w')) << producer.Result();
+  ASSERT_EQ(kill(daemon_.pid(), SIGKILL), 0);
+  daemon_.Stop();
+  StartDaemon(rings);
+  auto after = MustConnect(dir_);
+  ASSERT_EQ(after.AutoEnable("dropped"), 0);
+  ASSERT_TRUE(Tell(to_child, 'n'));
+  ASSERT_EQ(producer.Result(), "written " + std::to_string(2 * kWrittenPerRound + 1));
+  std::string trace;
+  EXPECT_TRUE(PollUntil([&] {
+    auto read = after.Read("trace");
+    trace = read.ok() ? *read : "";
+    return !SeqsOf(trace, "dropped").empty();
+  })) << trace;
+  EXPECT_EQ(LostCount(trace), uint64_t{kWrittenPerRound})
+      << "round 1 kept " << kept_first << ", lost " << lost_first;
+  EXPECT_EQ(SeqsOf(trace, "dropped").size(), 1u) << trace;
+}
+
 TEST_F(DaemonLimitsTest, OutOfFdsTheDaemonDoesNotSpinAndKeepsServing) {
   StartDaemon({});
   auto kept = MustConnect(dir_);
