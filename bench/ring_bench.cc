@@ -189,7 +189,7 @@ BENCHMARK(BM_RingDrain32);
 // producer writes and the consumer reads costs to move. A machine's own
 // number, not udiag's: on the reference VM it flips within seconds between
 // about 90 ns and 250-900 ns (the host moves the virtual cpus), and the
-// ring's write with a consumer beside it flips with it (docs/performance.md).
+// ring's write with a consumer beside it flips with it (docs/performance-history.md).
 void BM_CacheLineRoundTrip(benchmark::State& state) {
   alignas(64) static std::atomic<uint64_t> line{0};
   static std::atomic<bool> stop{false};

@@ -93,7 +93,7 @@ rm -f "$OUT/stream.bin"
 # Each recording stage, udiag's and LTTng-UST's alike, starts on a settled
 # disk: this VM's disk stalls single 4 MiB writes for up to 300 ms in the
 # seconds after the stage before wrote and deleted gigabytes, which a
-# paced producer's recording then loses events to (docs/performance.md).
+# paced producer's recording then loses events to (docs/performance-history.md).
 settle_disk() {
   sync
   sleep "$SETTLE"

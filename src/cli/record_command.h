@@ -24,7 +24,7 @@ struct RecordOptions {
   bool overwrite = false;            // flight recorder: keep the newest, write at the end
   // The instance buffer, in KiB. Larger than an instance's default: it
   // rides out the recorder's stalls (its start, its disk) at 10 M events/s,
-  // where 4 MiB lost events (docs/performance.md).
+  // where 4 MiB lost events (docs/performance-history.md).
   uint32_t size_kb = 16384;
   // The instance's blocking_timeout_ms: producers wait up to this long for
   // room instead of dropping (0: they drop, as with the kernel).

@@ -1,6 +1,6 @@
 // libcurl, loaded when `udiag export` first talks to a server rather than
 // linked: the thirty-odd libraries it brings would cost every udiag command
-// 5 ms to load (docs/performance.md), and only export uses them.
+// 5 ms to load (docs/performance-history.md), and only export uses them.
 #pragma once
 
 #include <curl/curl.h>

@@ -3,7 +3,7 @@
 //
 // A recording reaches the disk at hundreds of MB/s. Through the page cache
 // that costs the writing process about 1.7 ns of CPU per byte on the 2-core
-// VMs we measure on, ten times what direct I/O costs (docs/performance.md),
+// VMs we measure on, ten times what direct I/O costs (docs/performance-history.md),
 // and a write made in line leaves the recorder waiting on the disk while the
 // daemon's buffer fills. So the recorder only fills blocks; this thread
 // writes them, in the order they were submitted.

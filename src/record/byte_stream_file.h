@@ -3,7 +3,7 @@
 // file system takes it, from the BlockWriter's thread, so that the writer
 // neither waits on the disk nor pays for the page cache (on a VM whose
 // free memory goes back to its host, buffered writes cost the recorder
-// about 1 ns of CPU a byte; docs/performance.md, session 29).
+// about 1 ns of CPU a byte; docs/performance-history.md, session 29).
 //
 // Sync makes every byte appended so far part of the file: the last,
 // part-filled block is then written through the page cache too, and

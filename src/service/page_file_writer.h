@@ -40,7 +40,7 @@ class PageFileWriter {
   // host, which 1 MiB writes made a sixth of the daemon's time), and in all
   // per recording at least (96 MiB, taken only as a disk stall needs it: a
   // fifth of a second of a 10 M events/s recording; this VM's disk stalls
-  // a write for up to 300 ms after heavy use, docs/performance.md).
+  // a write for up to 300 ms after heavy use, docs/performance-history.md).
   static constexpr size_t kBlockPages = 1024;
   static constexpr size_t kMaxPages = 24576;
   // Pages a cpu cuts from its slab before it takes another (256 KiB).

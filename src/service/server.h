@@ -38,14 +38,14 @@ class PageRun;  // service/page_run.h
 
 // Each producer thread's ring. 4 MiB holds 9 ms of 10 M events/s of 32-byte
 // payloads, more than the scheduling gaps of a busy 2-core guest; 1 MiB lost
-// events there (docs/performance.md). Pages are only used as a thread's
+// events there (docs/performance-history.md). Pages are only used as a thread's
 // writes reach them.
 inline constexpr uint32_t kDefaultRingBytes = 4 << 20;
 // A thread whose ring overflowed moves to one four times as large, up to
 // this: at 50 M events/s a thread fills 16 MiB in 7 ms, which a busy 2-core
 // machine may keep the daemon off the CPU or waiting for its disk; 64 MiB
 // lost nothing there in most runs where 16 MiB lost 0.1-5 %
-// (docs/performance.md). Only threads that overflow pay for it, and only
+// (docs/performance-history.md). Only threads that overflow pay for it, and only
 // while their user's rings stay within half his limit (OnAddRing).
 inline constexpr uint32_t kDefaultRingMaxBytes = 64 << 20;
 
