@@ -6,7 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
-#include <regex>
+#include <cstdio>
+#include <sstream>
 #include <string>
 
 #include "integration_util.h"
@@ -29,9 +30,13 @@ class InterEventHistTest : public PrivateDaemonTest {
   // seq -> (hitcount, lat) of each entry of a "keys=seq ... vals=$lat" table.
   static std::map<uint32_t, std::pair<uint64_t, uint64_t>> Latencies(const std::string& table) {
     std::map<uint32_t, std::pair<uint64_t, uint64_t>> out;
-    static const std::regex kLine(R"(\{ seq: +(\d+) \} hitcount: +(\d+)  lat: +(\d+)\n)");
-    for (std::sregex_iterator it(table.begin(), table.end(), kLine), end; it != end; ++it) {
-      out[std::stoul((*it)[1])] = {std::stoull((*it)[2]), std::stoull((*it)[3])};
+    std::istringstream lines(table);
+    for (std::string line; std::getline(lines, line);) {
+      unsigned seq;
+      unsigned long long hits, lat;
+      if (std::sscanf(line.c_str(), "{ seq: %u } hitcount: %llu lat: %llu", &seq, &hits, &lat) == 3) {
+        out[seq] = {hits, lat};
+      }
     }
     return out;
   }
@@ -86,11 +91,18 @@ TEST_F(InterEventHistTest, OnmatchTracesSyntheticLatencyEvents) {
   Produce("wakeup_end", 5);  // no start: no match, no synthetic event
   // One synthetic event per match, in the trace and in its histogram.
   const std::string trace = Read("trace");
-  static const std::regex kLine(R"(: wakeup_latency: lat=(\d+) pid=(\d+)\n)");
   std::vector<uint64_t> lats;
-  for (std::sregex_iterator it(trace.begin(), trace.end(), kLine), end; it != end; ++it) {
-    lats.push_back(std::stoull((*it)[1]));
-    EXPECT_NE(std::stoul((*it)[2]), 0u);
+  std::istringstream lines(trace);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find(": wakeup_latency: lat=");
+    unsigned long long lat;
+    unsigned pid;
+    if (at == std::string::npos ||
+        std::sscanf(line.c_str() + at, ": wakeup_latency: lat=%llu pid=%u", &lat, &pid) != 2) {
+      continue;
+    }
+    lats.push_back(lat);
+    EXPECT_NE(pid, 0u);
   }
   ASSERT_EQ(lats.size(), 20u) << trace;
   for (uint64_t lat : lats) EXPECT_LT(lat, kHour);
@@ -109,12 +121,18 @@ TEST_F(InterEventHistTest, OnmaxSavesTheLargestLatencyPerKey) {
   Produce("wakeup_start", 3);
   Produce("wakeup_end", 3);
   const std::string hist = Read("events/user_events/wakeup_end/hist");
-  static const std::regex kEntry(
-      R"(\{ seq: +(\d+) \} hitcount: +1\n\tmax: +(\d+)  seq: +(\d+)  common_pid: +(\d+)\n)");
   int entries = 0;
-  for (std::sregex_iterator it(hist.begin(), hist.end(), kEntry), end; it != end; ++it, ++entries) {
-    EXPECT_EQ((*it)[1], (*it)[3]);  // saved from the event that made the max
-    EXPECT_LT(std::stoull((*it)[2]), kHour);
+  for (size_t at = hist.find("{ seq:"); at != std::string::npos; at = hist.find("{ seq:", at + 1)) {
+    // An entry and, on the next line, what onmax saved with it.
+    unsigned seq, saved_seq, pid;
+    unsigned long long max;
+    if (std::sscanf(hist.c_str() + at, "{ seq: %u } hitcount: 1\n\tmax: %llu seq: %u common_pid: %u", &seq,
+                    &max, &saved_seq, &pid) != 4) {
+      continue;
+    }
+    ++entries;
+    EXPECT_EQ(seq, saved_seq);  // saved from the event that made the max
+    EXPECT_LT(max, kHour);
   }
   EXPECT_EQ(entries, 3) << hist;
 }
