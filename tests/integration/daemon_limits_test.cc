@@ -88,6 +88,16 @@ class SeqWriter {
     return 0;
   }
   uint64_t written() const { return seq_; }
+  // The child's side of a daemon's restart (DaemonLimitsTest::
+  // RestartForChild), after its writes to the stopped daemon: the new
+  // daemon enables the event again, and one more write takes a new ring.
+  // What went wrong, or "written N" in all.
+  std::string WriteOnceMoreAfterRestart(const StepPipes& pipes) {
+    if (!Tell(pipes.to_parent, 'w') || !Heard(pipes.from_parent, 'n')) return "no new daemon";
+    if (!WaitEnabled()) return "never enabled by the new daemon";
+    if (int err = WriteOne()) return "write after the restart " + Errno(err);
+    return "written " + std::to_string(written());
+  }
 
  private:
   unsigned int enabled_ = 0;
@@ -305,6 +315,28 @@ class DaemonLimitsTest : public SystemDaemonTest {
       if (int err = client.OpenDataFile(&file)) return "data file " + Errno(err);
       return steps(client, file.get());
     });
+  }
+
+  // Kills the stopped daemon and starts another with `rings` that enables
+  // `event`, for a child in WriteOnceMoreAfterRestart that wrote `written`
+  // events in all; `*trace` is then the new daemon's trace, which shows the
+  // child's last event.
+  void RestartForChild(const std::vector<std::string>& rings, const std::string& event,
+                       const StepPipes& pipes, ChildAs& producer, uint64_t written, std::string* trace) {
+    ASSERT_TRUE(Heard(pipes.from_child, 'w')) << producer.Result();
+    ASSERT_EQ(kill(daemon_.pid(), SIGKILL), 0);
+    daemon_.Stop();
+    StartDaemon(rings);
+    auto after = MustConnect(dir_);
+    ASSERT_EQ(after.AutoEnable(event), 0);
+    ASSERT_TRUE(Tell(pipes.to_child, 'n'));
+    ASSERT_EQ(producer.Result(), "written " + std::to_string(written));
+    EXPECT_TRUE(PollUntil([&] {
+      auto read = after.Read("trace");
+      *trace = read.ok() ? *read : "";
+      return !SeqsOf(*trace, event).empty();
+    })) << *trace;
+    EXPECT_EQ(SeqsOf(*trace, event).size(), 1u) << *trace;
   }
 
   // Registers `command` as root, on a connection of its own: the errno.
@@ -582,33 +614,15 @@ TEST_F(DaemonLimitsTest, RingsOfADaemonKilledUnansweredHaveTheirEventsCountedLos
     if (std::string err = writer.Register("orphan"); !err.empty()) return err;
     if (!Tell(to_parent, 'e') || !Heard(from_parent, 's')) return "no stop";
     if (int err = writer.WriteMany(kWrittenStopped)) return "write while stopped " + Errno(err);
-    // The parent kills the daemon and starts another; this process
-    // registers again by itself, and its next write takes a new ring.
-    if (!Tell(to_parent, 'w') || !Heard(from_parent, 'n')) return "no new daemon";
-    if (!writer.WaitEnabled()) return "never enabled by the new daemon";
-    if (int err = writer.WriteOne()) return "write after the restart " + Errno(err);
-    return "written " + std::to_string(writer.written());
+    return writer.WriteOnceMoreAfterRestart(pipes);
   });
   ASSERT_TRUE(Heard(from_child, 'e')) << producer.Result();
   ASSERT_EQ(kill(daemon_.pid(), SIGSTOP), 0);
   ASSERT_TRUE(Tell(to_child, 's'));
-  ASSERT_TRUE(Heard(from_child, 'w')) << producer.Result();
-  ASSERT_EQ(kill(daemon_.pid(), SIGKILL), 0);
-  daemon_.Stop();
-  StartDaemon(rings);
-  auto after = MustConnect(dir_);
-  ASSERT_EQ(after.AutoEnable("orphan"), 0);
-  ASSERT_TRUE(Tell(to_child, 'n'));
-  ASSERT_EQ(producer.Result(), "written " + std::to_string(kWrittenStopped + 1));
   std::string trace;
-  EXPECT_TRUE(PollUntil([&] {
-    auto read = after.Read("trace");
-    trace = read.ok() ? *read : "";
-    return !SeqsOf(trace, "orphan").empty();
-  })) << trace;
+  ASSERT_NO_FATAL_FAILURE(RestartForChild(rings, "orphan", pipes, producer, kWrittenStopped + 1, &trace));
   // The first daemon drained none of them before it was stopped.
   EXPECT_EQ(LostCount(trace), uint64_t{kWrittenStopped}) << trace;
-  EXPECT_EQ(SeqsOf(trace, "orphan").size(), 1u) << trace;
 }
 
 // A ring filled while its daemon was stopped drops writes and counts them
@@ -633,10 +647,7 @@ TEST_F(DaemonLimitsTest, RingDropsADaemonKilledHadNotTakenAreCountedLostOnce) {
       if (!Tell(to_parent, round) || !Heard(from_parent, 's')) return "no stop";
       if (int err = writer.WriteMany(kWrittenPerRound)) return "write while stopped " + Errno(err);
     }
-    if (!Tell(to_parent, 'w') || !Heard(from_parent, 'n')) return "no new daemon";
-    if (!writer.WaitEnabled()) return "never enabled by the new daemon";
-    if (int err = writer.WriteOne()) return "write after the restart " + Errno(err);
-    return "written " + std::to_string(writer.written());
+    return writer.WriteOnceMoreAfterRestart(pipes);
   });
   // Round 1: the daemon, stopped, then let go, takes in all of it.
   ASSERT_TRUE(Heard(from_child, '1')) << producer.Result();
@@ -658,23 +669,11 @@ TEST_F(DaemonLimitsTest, RingDropsADaemonKilledHadNotTakenAreCountedLostOnce) {
   // Round 2: stopped again, then killed.
   ASSERT_EQ(kill(daemon_.pid(), SIGSTOP), 0);
   ASSERT_TRUE(Tell(to_child, 's'));
-  ASSERT_TRUE(Heard(from_child, 'w')) << producer.Result();
-  ASSERT_EQ(kill(daemon_.pid(), SIGKILL), 0);
-  daemon_.Stop();
-  StartDaemon(rings);
-  auto after = MustConnect(dir_);
-  ASSERT_EQ(after.AutoEnable("dropped"), 0);
-  ASSERT_TRUE(Tell(to_child, 'n'));
-  ASSERT_EQ(producer.Result(), "written " + std::to_string(2 * kWrittenPerRound + 1));
   std::string trace;
-  EXPECT_TRUE(PollUntil([&] {
-    auto read = after.Read("trace");
-    trace = read.ok() ? *read : "";
-    return !SeqsOf(trace, "dropped").empty();
-  })) << trace;
+  ASSERT_NO_FATAL_FAILURE(
+      RestartForChild(rings, "dropped", pipes, producer, 2 * kWrittenPerRound + 1, &trace));
   EXPECT_EQ(LostCount(trace), uint64_t{kWrittenPerRound})
       << "round 1 kept " << kept_first << ", lost " << lost_first;
-  EXPECT_EQ(SeqsOf(trace, "dropped").size(), 1u) << trace;
 }
 
 TEST_F(DaemonLimitsTest, OutOfFdsTheDaemonDoesNotSpinAndKeepsServing) {
