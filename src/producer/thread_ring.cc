@@ -93,8 +93,8 @@ uint64_t UndrainedRecords(const ring::RingMapping& m) {
   return records;
 }
 
-// What a dead daemon lost of ring `m`: the events it never drained, and
-// the drops it never took into its trace.
+// What a daemon that is gone, or refused ring `m`, lost of it: the events
+// it never drained, and the drops it never took into its trace.
 uint64_t LostWithDaemon(const ring::RingMapping& m) {
   const auto* header = static_cast<const ring::RingHeader*>(m.base);
   const uint64_t dropped = header->lost.load(std::memory_order_relaxed);
@@ -265,11 +265,9 @@ bool TakeLateAnswers() {
       continue;
     }
     if (answer == RingVerdict::kRefused) {
-      // Its events, and what it dropped and carried as lost (its lost count).
-      const auto* header = static_cast<const ring::RingHeader*>(entry.mapping.base);
-      g_lost_while_disconnected.fetch_add(
-          UndrainedRecords(entry.mapping) + header->lost.load(std::memory_order_relaxed),
-          std::memory_order_relaxed);
+      // Its events, and what it dropped and carried as lost (its lost
+      // count, none of which a daemon that refused the ring took).
+      g_lost_while_disconnected.fetch_add(LostWithDaemon(entry.mapping), std::memory_order_relaxed);
       if (IsThreadsRing(entry)) {
         ThreadWriter() = ring::RingWriter();
         t_ring.mapping.base = nullptr;  // no longer the thread's: Settle unmaps it
