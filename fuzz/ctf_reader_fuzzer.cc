@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -22,14 +23,28 @@ void WriteFile(const std::string& path, const uint8_t* data, size_t size) {
   close(fd);
 }
 
-// One directory per process, rewritten for every input.
-const std::string& TraceDir() {
-  static const std::string dir = [] {
+// One directory per process, rewritten for every input and removed when
+// libFuzzer exits.
+class TraceDirectory {
+ public:
+  TraceDirectory() {
     char pattern[] = "/tmp/udiag-ctf-fuzz.XXXXXX";
     if (mkdtemp(pattern) == nullptr) abort();
-    return std::string(pattern);
-  }();
-  return dir;
+    path_ = pattern;
+  }
+  ~TraceDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+const std::string& TraceDir() {
+  static const TraceDirectory dir;
+  return dir.path();
 }
 
 }  // namespace
