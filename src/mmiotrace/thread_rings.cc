@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,6 +24,12 @@ pid_t ThisTid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
 bool ThreadExited(pid_t tid) {
   return syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH;
+}
+
+long NsSince(const timespec& start) {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (now.tv_sec - start.tv_sec) * 1'000'000'000L + (now.tv_nsec - start.tv_nsec);
 }
 
 }  // namespace
@@ -52,7 +59,7 @@ void ThreadRings::Push(const Record& record) {
     lost_.fetch_add(1, std::memory_order_relaxed);
   } else {
     uint64_t head = slot->head.load(std::memory_order_relaxed);
-    if (head - slot->tail.load(std::memory_order_acquire) >= kSlotRecords) {
+    if (head - slot->tail.load(std::memory_order_acquire) >= kSlotRecords && !WaitForRoom(slot, head)) {
       lost_.fetch_add(1, std::memory_order_relaxed);
     } else {
       std::memcpy(slot->at(head), &record, sizeof(record));
@@ -60,6 +67,23 @@ void ThreadRings::Push(const Record& record) {
     }
   }
   tls_state.in_push = false;
+}
+
+bool ThreadRings::WaitForRoom(Slot* slot, uint64_t head) {
+  constexpr timespec kPoll{0, 50'000};
+  uint64_t tail = slot->tail.load(std::memory_order_acquire);
+  if (tail == slot->stalled_tail) return false;
+  timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  while (drainer_running_.load(std::memory_order_acquire)) {
+    if (NsSince(start) >= full_wait_ns_) {
+      slot->stalled_tail = tail;
+      return false;
+    }
+    nanosleep(&kPoll, nullptr);
+    if (head - slot->tail.load(std::memory_order_acquire) < kSlotRecords) return true;
+  }
+  return false;
 }
 
 uint64_t ThreadRings::Drain(std::vector<Record>* out) {

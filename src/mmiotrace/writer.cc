@@ -47,6 +47,7 @@ void Writer::StartThread() {
   running_ = pthread_create(&thread_, &attr, &Writer::ThreadMain, this) == 0;
   pthread_attr_destroy(&attr);
   if (running_) {
+    rings_->SetDrainerRunning(true);
     stack_ = stack;
     // A thread still starting may hold its run time's locks (a sanitizer's
     // thread registry). A fork then would leave them locked in the child,
@@ -67,6 +68,7 @@ void Writer::Start() {
 
 void Writer::Stop() {
   if (running_) {
+    rings_->SetDrainerRunning(false);
     stop_ = true;
     pthread_join(thread_, nullptr);
     munmap(stack_, kStackBytes);
@@ -78,6 +80,7 @@ void Writer::Stop() {
 
 void Writer::RestartInForkChild() {
   running_ = false;  // that thread (and its stack) belongs to the parent
+  rings_->SetDrainerRunning(false);
   drained_.clear();
   Connect();
   StartThread();
