@@ -23,14 +23,15 @@ namespace {
 using udiag::consumer::ConsumerClient;
 using udiag::consumer::RecordStream;
 
+// Destroyed at exit, which stops the daemon and removes its directory.
 udiag::bench::BenchDaemon* Daemon() {
-  static udiag::bench::BenchDaemon* daemon = [] {
+  static std::unique_ptr<udiag::bench::BenchDaemon> daemon = [] {
     std::string error;
     auto started = udiag::bench::BenchDaemon::Start(&error);
     if (!started) std::fprintf(stderr, "consumers_bench: %s\n", error.c_str());
-    return started.release();
+    return started;
   }();
-  return daemon;
+  return daemon.get();
 }
 
 class CountingSink : public udiag::consumer::RecordSink {

@@ -541,6 +541,7 @@ export_bench() {
   rows=$(ch_query bench "SELECT count() FROM udiag.flood")
   kill "$daemon"; wait "$daemon" 2>/dev/null
   ch_kill bench
+  rm -rf "$CH_ROOT" "$OUT/export-spool"  # 1 GB of table data; the results are the logs
   python3 - "$OUT" "$rows" "$start" "$end" <<'PY'
 import re, sys, os
 out, rows, start, end = sys.argv[1], int(sys.argv[2] or 0), float(sys.argv[3]), float(sys.argv[4])
