@@ -15,11 +15,12 @@ bool SplitMessage(const std::vector<uint8_t>& bytes, MessageHeader* header, Deco
   return true;
 }
 
-void Hello::Encode(Encoder& e) const { e.Put(version).Put(role).Put(forked_from); }
+void Hello::Encode(Encoder& e) const { e.Put(version).Put(role).Put(forked_from).Put(ring_version); }
 bool Hello::Decode(Decoder& d) {
   version = d.Get<uint32_t>();
   role = d.Get<Role>();
   forked_from = d.Get<int32_t>();
+  ring_version = d.Rest().size() >= sizeof(uint32_t) ? d.Get<uint32_t>() : 0;
   return d.ok();
 }
 

@@ -76,6 +76,10 @@ struct Hello {
   uint32_t version = kProtocolVersion;
   Role role = Role::kProducer;
   int32_t forked_from = 0;  // a forked producer's parent pid, else 0
+  // A producer's ring layout (ring::kRingVersion), so that a daemon of
+  // another layout refuses it here rather than each of its rings later.
+  // 0: not said (a producer from before the word, or a consumer).
+  uint32_t ring_version = 0;
   void Encode(Encoder& e) const;
   bool Decode(Decoder& d);
 };

@@ -62,6 +62,26 @@ TEST(ProtocolTest, HelloReplyWithoutTheRingLimitKeepsRingsAtTheirSize) {
   EXPECT_EQ(out.ring_max_bytes, 4u << 20);
 }
 
+TEST(ProtocolTest, HelloRoundTripsWithTheRingVersion) {
+  Hello out = RoundTrip(Hello{kProtocolVersion, Role::kProducer, 42, 7}, MsgType::kHello);
+  EXPECT_EQ(out.role, Role::kProducer);
+  EXPECT_EQ(out.forked_from, 42);
+  EXPECT_EQ(out.ring_version, 7u);
+}
+
+// A producer from before the ring version sends three words: it says none.
+TEST(ProtocolTest, HelloWithoutTheRingVersionSaysNone) {
+  Encoder e = StartMessage(MsgType::kHello, 1);
+  e.Put(kProtocolVersion).Put(Role::kProducer).Put<int32_t>(0);
+  MessageHeader header;
+  Decoder d({});
+  ASSERT_TRUE(SplitMessage(e.bytes(), &header, &d));
+  Hello out;
+  out.ring_version = 99;
+  ASSERT_TRUE(out.Decode(d));
+  EXPECT_EQ(out.ring_version, 0u);
+}
+
 TEST(ProtocolTest, TruncatedBodyIsRejected) {
   Encoder e = StartMessage(MsgType::kRegister, 1);
   RegisterRequest{0, 0, 0, 4, "abcdef"}.Encode(e);

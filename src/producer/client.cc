@@ -18,6 +18,7 @@
 #include "producer/data_files.h"
 #include "producer/legacy_abi.h"
 #include "producer/user_memory.h"
+#include "ring/ring_layout.h"
 
 namespace udiag::producer {
 
@@ -96,7 +97,7 @@ int Client::Connect(int forked_from) {
   if (!fd.ok()) return fd.error() == ECONNREFUSED ? ENOENT : fd.error();
   conn_ = std::move(fd).value();
   ipc::Encoder hello;
-  ipc::Hello{ipc::kProtocolVersion, ipc::Role::kProducer, forked_from}.Encode(hello);
+  ipc::Hello{ipc::kProtocolVersion, ipc::Role::kProducer, forked_from, ring::kRingVersion}.Encode(hello);
   Reply reply;
   if (int err = CallDirect(ipc::MsgType::kHello, &hello, {}, &reply)) return err;
   if (reply.error) return reply.error;

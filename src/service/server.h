@@ -298,6 +298,7 @@ class Server : public EventRegistry::Observer {
   base::ScopedFd reserve_fd_;            // given up to accept (and close) when out of fds
   uint64_t listening_paused_until_ = 0;  // 0: listening
   bool out_of_fds_ = false;              // logged this episode
+  bool ring_version_refused_ = false;    // logged once: a refused producer retries every second
   size_t refusals_ = 0;                  // connections with a refusal pending
   std::vector<uint64_t> unread_;         // connections to close: DropUnread
   base::TscClock tsc_clock_;

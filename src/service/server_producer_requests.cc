@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 #include "base/proc_stat.h"
 #include "ring/ring_layout.h"
@@ -39,6 +40,16 @@ int Server::OnHello(Connection& conn, ipc::Decoder& body, uint32_t seq) {
   if (hello.version != ipc::kProtocolVersion) return EPROTONOSUPPORT;
   if (hello.role != ipc::Role::kProducer && hello.role != ipc::Role::kConsumer) return EINVAL;
   if (hello.role == ipc::Role::kProducer && !conn.caller.producer) return EACCES;
+  if (hello.role == ipc::Role::kProducer && hello.ring_version != 0 &&
+      hello.ring_version != ring::kRingVersion) {
+    if (!std::exchange(ring_version_refused_, true)) {
+      fmt::print(stderr,
+                 "udiagd: producer pid {} writes rings of version {}, this udiagd reads version {}: its "
+                 "libudiag is from another release; refusing it, and any like it, with EPROTONOSUPPORT\n",
+                 conn.peer.pid, hello.ring_version, ring::kRingVersion);
+    }
+    return EPROTONOSUPPORT;
+  }
   conn.role = hello.role;
   conn.greeted = true;
   if (options_.verbose) {

@@ -109,13 +109,14 @@ class SeqWriter {
 // A client speaking the wire protocol itself, to see exact replies.
 class RawClient {
  public:
-  // Connects and says Hello; "" or what went wrong.
-  std::string Open(const std::string& dir, ipc::Role role) {
+  // Connects and says Hello (a producer with `ring_version`); "" or what
+  // went wrong.
+  std::string Open(const std::string& dir, ipc::Role role, uint32_t ring_version = ring::kRingVersion) {
     auto fd = base::ConnectSeqpacket(base::ControlSocketPath(dir), 5000);
     if (!fd.ok()) return "connect " + Errno(fd.error());
     fd_ = std::move(fd).value();
     ipc::Encoder hello;
-    ipc::Hello{ipc::kProtocolVersion, role, 0}.Encode(hello);
+    ipc::Hello{ipc::kProtocolVersion, role, 0, role == ipc::Role::kProducer ? ring_version : 0}.Encode(hello);
     std::vector<base::ScopedFd> fds;
     std::vector<uint8_t> body;
     if (int err = Call(ipc::MsgType::kHello, hello, {}, &fds, &body)) return "hello " + Errno(err);
@@ -449,6 +450,26 @@ TEST_F(DaemonLimitsTest, RequestsOfTheOtherRoleAreRefusedBeforeAnyReply) {
   EXPECT_EQ(consumer.Call(ipc::MsgType::kTreeRead, read), 0);
   EXPECT_GT(consumer.data_chunks(), 0);
   EXPECT_EQ(producer.OpenDataFile(&file), 0);
+}
+
+// A libudiag of another release writes rings this daemon cannot read: it is
+// told so when it connects, and once in the daemon's log, not with ENOMEM
+// on every write.
+TEST_F(DaemonLimitsTest, ProducersOfAnotherRingVersionAreRefusedAtHello) {
+  StartDaemon({});
+  for (uint32_t version : {ring::kRingVersion - 1, ring::kRingVersion + 1}) {
+    RawClient producer;
+    EXPECT_EQ(producer.Open(dir_, ipc::Role::kProducer, version), "hello " + Errno(EPROTONOSUPPORT))
+        << version;
+  }
+  RawClient same;
+  EXPECT_EQ(same.Open(dir_, ipc::Role::kProducer), "");
+  RawClient unsaid;  // a libudiag from before the word: its rings are checked one by one
+  EXPECT_EQ(unsaid.Open(dir_, ipc::Role::kProducer, 0), "");
+  std::string log = ReadFileText(log_);
+  EXPECT_EQ(CountLines(log, "writes rings of version"), 1) << log;
+  EXPECT_NE(log.find("this udiagd reads version " + std::to_string(ring::kRingVersion)), std::string::npos)
+      << log;
 }
 
 TEST_F(DaemonLimitsTest, EventsPerUserEndInEmfile) {
