@@ -14,8 +14,13 @@
 #include "base/unix_socket.h"
 #include "mmiotrace/log_format.h"
 #include "mmiotrace/session_wire.h"
+#include "mmiotrace/thread_rings.h"
 
 namespace udiag::mmiotrace {
+
+// A record that waited for room in its ring must still arrive within the lag.
+static_assert(std::chrono::nanoseconds(ThreadRings::kFullWaitNs) * 2 <= Session::kMergeLag);
+
 namespace {
 
 // After the command exits, how long a process it forked just before may

@@ -22,7 +22,9 @@ class ThreadRings {
   // How long a thread whose ring is full waits for the drainer before it
   // drops. The drainer runs every few milliseconds; waiting this long means
   // it was starved of CPU, and a traced access already costs microseconds.
-  static constexpr long kFullWaitNs = 200'000'000;
+  // Half the session's merge lag (Session::kMergeLag): a record that waited
+  // still reaches the session in time to be written in order.
+  static constexpr long kFullWaitNs = 100'000'000;
 
   explicit ThreadRings(long full_wait_ns = kFullWaitNs) : full_wait_ns_(full_wait_ns) {}
 
