@@ -72,12 +72,12 @@ void ThreadRings::Push(const Record& record) {
 bool ThreadRings::WaitForRoom(Slot* slot, uint64_t head) {
   constexpr timespec kPoll{0, 50'000};
   uint64_t tail = slot->tail.load(std::memory_order_acquire);
-  if (tail == slot->stalled_tail) return false;
+  if (tail == slot->gave_up_at_tail) return false;
   timespec start;
   clock_gettime(CLOCK_MONOTONIC, &start);
   while (drainer_running_.load(std::memory_order_acquire)) {
     if (NsSince(start) >= full_wait_ns_) {
-      slot->stalled_tail = tail;
+      slot->gave_up_at_tail = tail;
       return false;
     }
     nanosleep(&kPoll, nullptr);

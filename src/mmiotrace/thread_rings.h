@@ -57,7 +57,7 @@ class ThreadRings {
     std::atomic<uint64_t> tail{0};  // next record to read (drainer)
     // The tail at which the owner last gave up waiting (owner only): while
     // the drainer has not moved it, a full ring drops without waiting.
-    uint64_t stalled_tail = UINT64_MAX;
+    uint64_t gave_up_at_tail = UINT64_MAX;
     // Raw storage: constructing kSlots * kSlotRecords records would touch
     // every page of a pool that threads mostly never use.
     alignas(Record) unsigned char records[kSlotRecords * sizeof(Record)];
