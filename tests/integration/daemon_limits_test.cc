@@ -298,6 +298,16 @@ class DaemonLimitsTest : public SystemDaemonTest {
     ASSERT_EQ(daemon_.Start(dir_, extra, log_), "");
   }
 
+  // Starts a daemon with `extra` and a consumer connection that enables
+  // `event` as soon as a producer registers it.
+  consumer::ConsumerClient StartDaemonEnabling(const std::vector<std::string>& extra,
+                                               const std::string& event) {
+    StartDaemon(extra);
+    auto client = MustConnect(dir_);  // aborts when the daemon did not start
+    EXPECT_EQ(client.AutoEnable(event), 0) << event;
+    return client;
+  }
+
   // A consumer connection as `uid`, in a child: "ok" or the errno.
   std::string ConnectAs(uid_t uid) {
     ChildAs child(uid, kGroup, [&] {
@@ -327,9 +337,7 @@ class DaemonLimitsTest : public SystemDaemonTest {
     ASSERT_TRUE(Heard(pipes.from_child, 'w')) << producer.Result();
     ASSERT_EQ(kill(daemon_.pid(), SIGKILL), 0);
     daemon_.Stop();
-    StartDaemon(rings);
-    auto after = MustConnect(dir_);
-    ASSERT_EQ(after.AutoEnable(event), 0);
+    auto after = StartDaemonEnabling(rings, event);
     ASSERT_TRUE(Tell(pipes.to_child, 'n'));
     ASSERT_EQ(producer.Result(), "written " + std::to_string(written));
     EXPECT_TRUE(PollUntil([&] {
@@ -556,9 +564,8 @@ TEST_F(DaemonLimitsTest, RingsOfTheLargestSizeStopAtHalfTheRingMemory) {
 TEST_F(DaemonLimitsTest, RingsRefusedLateHaveTheirEventsCountedLost) {
   // Rings of 64 KiB growing to 256 KiB; 1 MiB holds 15 of 64 KiB with
   // their headers.
-  StartDaemon({"--ring-kb", "64", "--ring-max-kb", "256", "--max-ring-mb-per-user", "1"});
-  auto consumer = MustConnect(dir_);
-  ASSERT_EQ(consumer.AutoEnable("late"), 0);
+  auto consumer =
+      StartDaemonEnabling({"--ring-kb", "64", "--ring-max-kb", "256", "--max-ring-mb-per-user", "1"}, "late");
   // Each step of the child and the parent, told through pipes.
   const StepPipes pipes;
   ASSERT_TRUE(pipes.to_child);
@@ -621,9 +628,7 @@ TEST_F(DaemonLimitsTest, RingsRefusedLateHaveTheirEventsCountedLost) {
 // every event in both, as lost.
 TEST_F(DaemonLimitsTest, RingsOfADaemonKilledUnansweredHaveTheirEventsCountedLost) {
   const std::vector<std::string> rings = {"--ring-kb", "64", "--ring-max-kb", "256"};
-  StartDaemon(rings);
-  auto before = MustConnect(dir_);
-  ASSERT_EQ(before.AutoEnable("orphan"), 0);
+  auto before = StartDaemonEnabling(rings, "orphan");
   const StepPipes pipes;
   ASSERT_TRUE(pipes.to_child);
   const auto& [from_child, to_parent, from_parent, to_child] = pipes;
@@ -652,9 +657,7 @@ TEST_F(DaemonLimitsTest, RingsOfADaemonKilledUnansweredHaveTheirEventsCountedLos
 // ring still held, and of nothing twice.
 TEST_F(DaemonLimitsTest, RingDropsADaemonKilledHadNotTakenAreCountedLostOnce) {
   const std::vector<std::string> rings = {"--ring-kb", "64", "--ring-max-kb", "64"};
-  StartDaemon(rings);
-  auto before = MustConnect(dir_);
-  ASSERT_EQ(before.AutoEnable("dropped"), 0);
+  auto before = StartDaemonEnabling(rings, "dropped");
   const StepPipes pipes;
   ASSERT_TRUE(pipes.to_child);
   const auto& [from_child, to_parent, from_parent, to_child] = pipes;
