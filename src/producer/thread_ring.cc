@@ -38,26 +38,27 @@ void Unmap(ring::RingMapping& m) {
   m.base = nullptr;
 }
 
-bool IsThreadsRing(const UnansweredRing& ring) { return ring.mapping.base == t_ring.mapping.base; }
+bool IsThreadsRing(const HeldRing& ring) { return ring.mapping.base == t_ring.mapping.base; }
 
-// Done waiting for `ring`'s answer: unmapped unless the thread writes there.
-void Settle(UnansweredRing& ring) {
-  ring.verdict->Release();
+// Done holding `ring`: unmapped unless the thread writes there.
+void Settle(HeldRing& ring) {
+  if (ring.verdict) ring.verdict->Release();
   if (!IsThreadsRing(ring)) Unmap(ring.mapping);
 }
 
-// The thread no longer cares whether the daemon took its rings: it exits,
-// or its rings are its parent's (fork) or a dead daemon's (reconnect).
-void ForgetUnanswered() {
-  for (uint32_t i = 0; i < t_ring.unanswered_count; ++i) Settle(t_ring.unanswered[i]);
-  t_ring.unanswered_count = 0;
+// The thread no longer cares what the daemon does with its rings: it
+// exits, or its rings are its parent's (fork) or a dead daemon's
+// (reconnect, once their losses are taken).
+void ForgetHeldRings() {
+  for (uint32_t i = 0; i < t_ring.held_count; ++i) Settle(t_ring.held[i]);
+  t_ring.held_count = 0;
 }
 
 // Thread exit: tell the daemon this ring is finished. A ring from before a
 // fork belongs to the parent's thread and is left alone.
 void OnThreadExit(void*) {
-  ForgetUnanswered();
-  delete[] std::exchange(t_ring.unanswered, nullptr);
+  ForgetHeldRings();
+  delete[] std::exchange(t_ring.held, nullptr);
   if (t_ring.mapping.base && t_ring.generation == g_fast.ring_generation.load()) ThreadWriter().MarkClosed();
   Unmap(t_ring.mapping);
   t_ring.generation = 0;
@@ -102,15 +103,24 @@ uint64_t LostWithDaemon(const ring::RingMapping& m) {
   return UndrainedRecords(m) + (dropped > taken ? dropped - taken : 0);
 }
 
+// Whether the daemon has read all of ring `m`, which its thread no longer
+// writes: its events, and its count of dropped writes.
+bool Drained(const ring::RingMapping& m) {
+  const auto* header = static_cast<const ring::RingHeader*>(m.base);
+  return header->tail.load(std::memory_order_acquire) == header->head.load(std::memory_order_relaxed) &&
+         header->lost_taken.load(std::memory_order_relaxed) >= header->lost.load(std::memory_order_relaxed);
+}
+
 // Losses of the time without a daemon, which this thread's new ring reports:
 // with them, when a daemon died, what it lost of this thread's rings (the
-// current one, and those it outgrew that the daemon never answered for).
+// current one, and those it outgrew that the daemon never answered for or
+// never drained).
 uint64_t TakeDisconnectedLosses() {
   uint64_t lost = g_lost_while_disconnected.exchange(0, std::memory_order_relaxed);
   if (t_ring.epoch == g_fast.epoch.load() || t_ring.owner != getpid()) return lost;
   if (t_ring.mapping.base) lost += LostWithDaemon(t_ring.mapping);
-  for (uint32_t i = 0; i < t_ring.unanswered_count; ++i) {
-    if (!IsThreadsRing(t_ring.unanswered[i])) lost += LostWithDaemon(t_ring.unanswered[i].mapping);
+  for (uint32_t i = 0; i < t_ring.held_count; ++i) {
+    if (!IsThreadsRing(t_ring.held[i])) lost += LostWithDaemon(t_ring.held[i].mapping);
   }
   return lost;
 }
@@ -176,15 +186,18 @@ ring::RingMapping HandOverNewRing(Client* client, uint32_t data_size, uint64_t l
   return m;
 }
 
+// Holds `m` until SettleHeldRings lets it go; room is left by the caller.
+void Hold(const ring::RingMapping& m, RingVerdict* verdict) {
+  if (!t_ring.held) t_ring.held = new HeldRing[ThreadRing::kMaxHeld];
+  t_ring.held[t_ring.held_count++] = {m, verdict};
+}
+
 // Makes `m` the thread's ring, the daemon's answer still to come when
 // `unanswered` is not null.
 void UseRing(const ring::RingMapping& m, RingVerdict* unanswered) {
   // Room: GrowThreadRing leaves it, and a ring renewed without a fork or
   // reconnect replaces one refused late, whose place is free again.
-  if (unanswered) {
-    if (!t_ring.unanswered) t_ring.unanswered = new UnansweredRing[ThreadRing::kMaxUnanswered];
-    t_ring.unanswered[t_ring.unanswered_count++] = {m, unanswered};
-  }
+  if (unanswered) Hold(m, unanswered);
   t_ring.mapping = m;
   ThreadWriter() = ring::RingWriter();
   ThreadWriter().Attach(m.base);
@@ -203,7 +216,7 @@ bool RenewThreadRing() {
   const uint64_t lost = TakeDisconnectedLosses();
   // A ring refused late is renewed here too; its elders may still be
   // answered.
-  if (t_ring.owner != getpid() || t_ring.epoch != epoch) ForgetUnanswered();
+  if (t_ring.owner != getpid() || t_ring.epoch != epoch) ForgetHeldRings();
   Unmap(t_ring.mapping);
   ThreadWriter() = ring::RingWriter();
   bool refused;
@@ -228,9 +241,10 @@ bool RenewThreadRing() {
 bool GrowThreadRing() {
   const uint64_t size = ThreadWriter().data_size();
   const uint64_t max = g_fast.ring_max_bytes.load(std::memory_order_relaxed);
-  // A ring due to be renewed anyway (fork, reconnect) is left to that.
+  // A ring due to be renewed anyway (fork, reconnect) is left to that. Room
+  // for two held rings: the old one and, unanswered, the new one.
   if (size >= max || t_ring.generation != g_fast.ring_generation.load() ||
-      t_ring.unanswered_count == ThreadRing::kMaxUnanswered) {
+      t_ring.held_count + 2 > ThreadRing::kMaxHeld) {
     return false;
   }
   const uint64_t now = base::MonotonicNs();
@@ -245,25 +259,22 @@ bool GrowThreadRing() {
     t_ring.grow_after_ns = now + kRingRetryNs;
     return false;
   }
-  // The daemon drains what is left in the old ring before the new one. An
-  // old ring not answered for yet stays mapped until it is.
+  // The daemon drains what is left in the old ring before the new one; the
+  // old ring stays mapped until it has (SettleHeldRings). One not answered
+  // for yet is held already.
   ThreadWriter().MarkClosed();
-  const bool old_unanswered =
-      std::any_of(t_ring.unanswered, t_ring.unanswered + t_ring.unanswered_count, IsThreadsRing);
-  if (!old_unanswered) Unmap(t_ring.mapping);
+  if (std::none_of(t_ring.held, t_ring.held + t_ring.held_count, IsThreadsRing))
+    Hold(t_ring.mapping, nullptr);
   UseRing(m, unanswered);
   return true;
 }
 
-bool TakeLateAnswers() {
+bool SettleHeldRings() {
   bool dropped = false;
-  for (uint32_t i = 0; i < t_ring.unanswered_count;) {
-    UnansweredRing& entry = t_ring.unanswered[i];
-    const int answer = entry.verdict->answer.load(std::memory_order_acquire);
-    if (answer == RingVerdict::kUnanswered) {
-      ++i;
-      continue;
-    }
+  for (uint32_t i = 0; i < t_ring.held_count;) {
+    HeldRing& entry = t_ring.held[i];
+    const int answer =
+        entry.verdict ? entry.verdict->answer.load(std::memory_order_acquire) : RingVerdict::kTaken;
     if (answer == RingVerdict::kRefused) {
       // Its events, and what it dropped and carried as lost (its lost
       // count, none of which a daemon that refused the ring took).
@@ -275,9 +286,12 @@ bool TakeLateAnswers() {
         t_ring.retry_after_ns = base::MonotonicNs() + kRingRetryNs;
         dropped = true;
       }
+    } else if (answer == RingVerdict::kUnanswered || (!IsThreadsRing(entry) && !Drained(entry.mapping))) {
+      ++i;
+      continue;
     }
     Settle(entry);
-    entry = t_ring.unanswered[--t_ring.unanswered_count];
+    entry = t_ring.held[--t_ring.held_count];
   }
   return dropped;
 }

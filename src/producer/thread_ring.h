@@ -42,11 +42,14 @@ struct RememberedEvent {
 // daemon answered (thread_ring.cc).
 struct RingVerdict;
 
-// A ring of the thread's the daemon has not answered for yet: the thread's
-// ring, or one it since outgrew, kept mapped until the answer comes.
-struct UnansweredRing {
+// A ring the thread keeps mapped for its daemon's sake: the daemon has not
+// answered for it yet (the thread's ring, or one it since outgrew), or the
+// thread outgrew it and the daemon has not drained it yet. Should the
+// daemon die meanwhile, the thread still reads what it left undrained and
+// tells the next daemon (TakeDisconnectedLosses).
+struct HeldRing {
   ring::RingMapping mapping{-1, nullptr, 0};
-  RingVerdict* verdict = nullptr;
+  RingVerdict* verdict = nullptr;  // null once the daemon took the ring
 };
 
 // Plain data with constant initialisation, in the initial-exec TLS model:
@@ -72,14 +75,15 @@ struct ThreadRing {
   // each remembered; one written in another's slot takes its place.
   static constexpr uint32_t kRememberedEvents = 4;
   RememberedEvent remembered[kRememberedEvents];
-  // Rings the daemon has not said yet whether it took: the thread stopped
-  // waiting for the answer (HandOverNewRing). A thread that outgrows its
-  // rings while its daemon is stopped has one per ring size. On the heap,
-  // made when first needed: static TLS, which a dlopen'ed libudiag takes
-  // from glibc's small reserve, stays small.
-  static constexpr uint32_t kMaxUnanswered = 8;
-  UnansweredRing* unanswered = nullptr;
-  uint32_t unanswered_count = 0;
+  // The rings the daemon has not answered for or, once outgrown, drained
+  // (HeldRing): the thread stopped waiting for an answer (HandOverNewRing),
+  // or moved on to a larger ring. A thread that outgrows its rings while its
+  // daemon is stopped holds one per ring size. On the heap, made when first
+  // needed: static TLS, which a dlopen'ed libudiag takes from glibc's small
+  // reserve, stays small.
+  static constexpr uint32_t kMaxHeld = 8;
+  HeldRing* held = nullptr;
+  uint32_t held_count = 0;
 };
 
 extern constinit thread_local ThreadRing t_ring __attribute__((tls_model("initial-exec")));
@@ -90,18 +94,19 @@ extern constinit thread_local ThreadRing t_ring __attribute__((tls_model("initia
 
 // After this thread's ring overflowed: moves the thread to a ring four
 // times as large, up to the daemon's ring_max_bytes, and closes the old one
-// (the daemon drains it first). Keeps the old ring when no larger one can
-// be made or the daemon refuses it (a per-user limit), and tries again only
-// after kRingRetryNs. True when the thread's ring (the same RingWriter) is
-// a new one.
+// (the daemon drains it first), held until it is drained. Keeps the old
+// ring when no larger one can be made or the daemon refuses it (a per-user
+// limit), and tries again only after kRingRetryNs. True when the thread's
+// ring (the same RingWriter) is a new one.
 [[gnu::cold, gnu::noinline]] bool GrowThreadRing();
 
-// Takes the daemon's late answers for the thread's unanswered rings: one it
-// refused never had its events read, so they are counted lost (the
-// thread's next ring reports them); it is unmapped, and if it is the
-// thread's ring, the thread asks for a new one after a while. True when
-// that happened. For a thread with unanswered rings, as it opens a page.
-[[gnu::cold, gnu::noinline]] bool TakeLateAnswers();
+// Settles the thread's held rings: one the daemon refused never had its
+// events read, so they are counted lost (the thread's next ring reports
+// them) and it is unmapped, and if it is the thread's ring, the thread asks
+// for a new one after a while (true: that happened); an outgrown ring the
+// daemon took is unmapped once it has drained it. For a thread with held
+// rings, as it opens a page.
+[[gnu::cold, gnu::noinline]] bool SettleHeldRings();
 
 // This thread's ring writer, through a pointer the compiler cannot tell is
 // a thread-local address: GCC 12 under -fsanitize=null (our ASan+UBSan

@@ -98,7 +98,7 @@ namespace {
 // refused after the thread began writing into it; the write still
 // succeeds, as in the kernel.
 [[gnu::noinline]] uint8_t* ReserveGrowing(size_t payload, uint32_t id, uint32_t cpu, uint64_t ts) {
-  if (t_ring.unanswered_count != 0 && TakeLateAnswers()) [[unlikely]] {
+  if (t_ring.held_count != 0 && SettleHeldRings()) [[unlikely]] {
     g_lost_while_disconnected.fetch_add(1, std::memory_order_relaxed);  // this write too
     return nullptr;
   }

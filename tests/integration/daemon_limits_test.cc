@@ -60,6 +60,15 @@ bool Heard(const base::ScopedFd& fd, char c) {
   return poll(&p, 1, 10'000) == 1 && read(fd.get(), &got, 1) == 1 && got == c;
 }
 
+// How many producer rings this process has mapped.
+int RingMappings() {
+  std::ifstream maps("/proc/self/maps");
+  int rings = 0;
+  for (std::string line; std::getline(maps, line);)
+    rings += line.find("memfd:udiag-ring") != std::string::npos;
+  return rings;
+}
+
 // The test producers' "NAME u32 seq" event (seq_event.h), registered
 // through libudiag, and its writes.
 class SeqWriter {
@@ -361,6 +370,8 @@ class DaemonLimitsTest : public SystemDaemonTest {
   DaemonProcess daemon_;
 };
 
+class RingsOfAKilledDaemonTest : public DaemonLimitsTest, public testing::WithParamInterface<bool> {};
+
 TEST_F(DaemonLimitsTest, ConnectionsPerUserEndInEmfileForThatUserOnly) {
   StartDaemon({"--max-connections-per-user", "4"});
   ChildAs greedy(kUser, kGroup, [&] {
@@ -623,32 +634,89 @@ TEST_F(DaemonLimitsTest, RingsRefusedLateHaveTheirEventsCountedLost) {
   EXPECT_NE(result.find("refused with " + Errno(ENOMEM)), std::string::npos) << result;
 }
 
-// A daemon killed while it was stopped never answered for a thread's ring
-// nor for the one the thread outgrew it into: the next daemon is told of
-// every event in both, as lost.
-TEST_F(DaemonLimitsTest, RingsOfADaemonKilledUnansweredHaveTheirEventsCountedLost) {
+// A daemon killed while it was stopped never drained a thread's ring nor
+// the one the thread outgrew it into: the next daemon is told of every
+// event in both, as lost. With `taken_before`, the daemon took the first
+// ring (and drained one event) before it was stopped; else it answered
+// for neither ring.
+TEST_P(RingsOfAKilledDaemonTest, HaveTheirUndrainedEventsCountedLost) {
+  const bool taken_before = GetParam();
   const std::vector<std::string> rings = {"--ring-kb", "64", "--ring-max-kb", "256"};
   auto before = StartDaemonEnabling(rings, "orphan");
   const StepPipes pipes;
   ASSERT_TRUE(pipes.to_child);
   const auto& [from_child, to_parent, from_parent, to_child] = pipes;
+  const size_t written_before = taken_before ? 1 : 0;
   // 16-byte events: more than 64 KiB hold, fewer than 256 KiB.
   constexpr int kWrittenStopped = 6000;
   ChildAs producer(kUser, kGroup, [&]() -> std::string {
     setenv("UDIAG_DIR", dir_.c_str(), 1);
     static SeqWriter writer;
     if (std::string err = writer.Register("orphan"); !err.empty()) return err;
+    if (int err = writer.WriteMany(static_cast<int>(written_before)))
+      return "write before the stop " + Errno(err);
     if (!Tell(to_parent, 'e') || !Heard(from_parent, 's')) return "no stop";
     if (int err = writer.WriteMany(kWrittenStopped)) return "write while stopped " + Errno(err);
     return writer.WriteOnceMoreAfterRestart(pipes);
   });
   ASSERT_TRUE(Heard(from_child, 'e')) << producer.Result();
+  ASSERT_TRUE(PollUntil([&] {
+    auto read = before.Read("trace");
+    return read.ok() && SeqsOf(*read, "orphan").size() == written_before;
+  }));
   ASSERT_EQ(kill(daemon_.pid(), SIGSTOP), 0);
   ASSERT_TRUE(Tell(to_child, 's'));
   std::string trace;
-  ASSERT_NO_FATAL_FAILURE(RestartForChild(rings, "orphan", pipes, producer, kWrittenStopped + 1, &trace));
-  // The first daemon drained none of them before it was stopped.
+  ASSERT_NO_FATAL_FAILURE(
+      RestartForChild(rings, "orphan", pipes, producer, written_before + kWrittenStopped + 1, &trace));
   EXPECT_EQ(LostCount(trace), uint64_t{kWrittenStopped}) << trace;
+}
+
+INSTANTIATE_TEST_SUITE_P(DaemonLimitsTest, RingsOfAKilledDaemonTest, testing::Bool(),
+                         [](const testing::TestParamInfo<bool>& info) {
+                           return info.param ? "OutgrownAfterItTookThem" : "UnansweredForAll";
+                         });
+
+// A ring the thread outgrew stays mapped only until its daemon has drained
+// it: once the daemon has caught up, the thread's next pages let it go.
+TEST_F(DaemonLimitsTest, AnOutgrownRingIsLetGoOnceDrained) {
+  auto consumer = StartDaemonEnabling({"--ring-kb", "64", "--ring-max-kb", "256"}, "grown");
+  const StepPipes pipes;
+  ASSERT_TRUE(pipes.to_child);
+  const auto& [from_child, to_parent, from_parent, to_child] = pipes;
+  constexpr int kWrittenStopped = 6000;  // outgrows 64 KiB
+  ChildAs producer(kUser, kGroup, [&]() -> std::string {
+    setenv("UDIAG_DIR", dir_.c_str(), 1);
+    static SeqWriter writer;
+    if (std::string err = writer.Register("grown"); !err.empty()) return err;
+    if (int err = writer.WriteOne()) return "first write " + Errno(err);
+    if (!Tell(to_parent, 'e') || !Heard(from_parent, 's')) return "no stop";
+    if (int err = writer.WriteMany(kWrittenStopped)) return "write while stopped " + Errno(err);
+    const int rings_grown = RingMappings();
+    if (!Tell(to_parent, 'w') || !Heard(from_parent, 'd')) return "not drained";
+    // Pages opened after the drain: the outgrown ring goes at the first.
+    if (int err = writer.WriteMany(1000)) return "write after the drain " + Errno(err);
+    return std::to_string(rings_grown) + " rings mapped, then " + std::to_string(RingMappings());
+  });
+  ASSERT_TRUE(Heard(from_child, 'e')) << producer.Result();
+  ASSERT_TRUE(PollUntil([&] {
+    auto read = consumer.Read("trace");
+    return read.ok() && SeqsOf(*read, "grown").size() == 1;
+  }));
+  ASSERT_EQ(kill(daemon_.pid(), SIGSTOP), 0);
+  ASSERT_TRUE(Tell(to_child, 's'));
+  const bool wrote = Heard(from_child, 'w');
+  ASSERT_EQ(kill(daemon_.pid(), SIGCONT), 0);
+  ASSERT_TRUE(wrote) << producer.Result();
+  std::string trace;
+  EXPECT_TRUE(PollUntil([&] {
+    auto read = consumer.Read("trace");
+    trace = read.ok() ? *read : "";
+    return SeqsOf(trace, "grown").size() == 1 + kWrittenStopped;
+  })) << LostCount(trace)
+      << " lost";
+  ASSERT_TRUE(Tell(to_child, 'd'));
+  EXPECT_EQ(producer.Result(), "2 rings mapped, then 1");
 }
 
 // A ring filled while its daemon was stopped drops writes and counts them
