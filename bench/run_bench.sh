@@ -467,7 +467,9 @@ def page_check(name):
     return next((b for b in load("page_check.json")
                  if b.get("run_name") == name and b.get("aggregate_name") == "median"), None)
 for name, what in (("BM_CopyAndCheckPage", "in cache"),
-                   ("BM_DrainPagesFromAnotherCpu/manual_time", "just written by a thread on another cpu")):
+                   ("BM_DrainPagesFromAnotherCpu/pause_ms:0/manual_time", "just written by a thread on another cpu"),
+                   ("BM_DrainPagesFromAnotherCpu/pause_ms:20/manual_time",
+                    "written by a thread on another cpu 20 ms before (a dozing daemon's wait)")):
     pc = page_check(name)
     print(f"\nthe daemon's copy and check of a producer's page kept whole, {what} (page_check_bench): "
           + (f"{1e9 / pc['items_per_second']:.1f} ns per event" if pc else "not run"))

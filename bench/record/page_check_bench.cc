@@ -85,6 +85,9 @@ bool PinTo(int cpu) {
 // of it. In turns, so that only the drain is timed: the producer writes
 // 1 MiB of events (the size of its cache's share), then the drain takes
 // them into a 4 MiB set of copies (as the file writer lends pages).
+// With pause_ms, the drain sleeps that long between the producer's turn and
+// its own, as a daemon dozing beside paced producers does (up to 20 ms):
+// its cpu then comes back from idle to pages and copies gone cold.
 void BM_DrainPagesFromAnotherCpu(benchmark::State& state) {
   if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
     state.SkipWithError("needs two cpus");
@@ -138,6 +141,7 @@ void BM_DrainPagesFromAnotherCpu(benchmark::State& state) {
     while (turn.load(std::memory_order_acquire) != seen + 2) {
     }
     seen += 2;
+    std::this_thread::sleep_for(std::chrono::milliseconds(state.range(0)));
     const auto start = std::chrono::steady_clock::now();
     reader->StagePages([&](const ring::RecordHead&, const ring::PayloadSource&) {},
                        [&](const ring::PageHead& head, const ring::PayloadSource& page) {
@@ -165,7 +169,7 @@ void BM_DrainPagesFromAnotherCpu(benchmark::State& state) {
   munmap(mapping.base, mapping.bytes);
   close(mapping.fd);
 }
-BENCHMARK(BM_DrainPagesFromAnotherCpu)->UseManualTime();
+BENCHMARK(BM_DrainPagesFromAnotherCpu)->ArgName("pause_ms")->Arg(0)->Arg(20)->UseManualTime();
 
 }  // namespace
 }  // namespace udiag::service
