@@ -75,8 +75,9 @@ struct RingHeader {
   // the producer that pokes the wake eventfd swaps it back to
   // kConsumerAwake, so that it pokes once.
   std::atomic<uint32_t> consumer_sleeping;
-  // Set by the producer when its thread exits; the daemon frees the ring once
-  // it is drained.
+  // Set by the producer when its thread exits or moves to a larger ring;
+  // the daemon frees the ring, and the data area's memory, once it is
+  // drained.
   std::atomic<uint32_t> closed;
 
   // How long a writer that finds the ring full may wait for room before it

@@ -163,6 +163,11 @@ uint64_t RingReader::TakeLost() {
   return increase;
 }
 
+void RingReader::DiscardData() {
+  PublishTail();  // the thread lets the ring go once it sees it drained
+  madvise(const_cast<uint8_t*>(data_), size_, MADV_REMOVE);
+}
+
 bool RingReader::closed() const { return header_->closed.load(std::memory_order_acquire) != 0; }
 
 bool RingReader::empty() const {

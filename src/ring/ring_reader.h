@@ -244,10 +244,14 @@ class RingReader {
   bool broken() const { return broken_; }
   // Where reading has got to: its increase is the ring bytes consumed.
   uint64_t position() const { return tail_; }
-  // The producer said its thread exited.
+  // The producer said its thread exited, or moved on to a larger ring.
   bool closed() const;
   // Nothing committed is left to read (or the ring is broken).
   bool empty() const;
+  // Frees the data area's memory in every process that maps it, for a ring
+  // drained and closed: its thread may keep the mapping a while (it holds
+  // a ring it outgrew until it sees it drained), and only reads the header.
+  void DiscardData();
   // Before sleeping: SetConsumerSleeping(true), then re-check empty(). Even
   // so, sleep with a timeout: producers read the flag without a fence (see
   // RingWriter::Commit).

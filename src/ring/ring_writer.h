@@ -126,7 +126,8 @@ class RingWriter {
   // lost (the page before may have been closed to make room, which is fine).
   void Abandon() { reserved_ = 0; }
 
-  // Tells the consumer this thread exited; it frees the ring once drained.
+  // Tells the consumer this thread writes here no more (it exited, or moved
+  // to a larger ring); it frees the ring once drained.
   void MarkClosed() { header_->closed.store(1, std::memory_order_release); }
 
   // Counts an event dropped: the reader reports it lost.

@@ -179,12 +179,16 @@ Server::DrainTotals Server::DrainRings(bool flush_open_pages) {
       }
     }
   }
-  // Rings of exited threads and processes go once they are empty.
+  // Rings of exited threads and processes, and rings outgrown, go once
+  // they are empty; a closed one's memory with them, which its thread may
+  // still map.
   std::erase_if(rings_, [&](const RingSource& src) {
     bool owner_gone = !connections_.contains(src.owner);
     bool done = src.reader->broken() || ((src.reader->closed() || owner_gone) && src.reader->empty());
-    if (done) quotas_.Release(src.uid, Resource::kRingBytes, src.bytes);
-    return done;
+    if (!done) return false;
+    if (src.reader->closed() && !src.reader->broken()) src.reader->DiscardData();
+    quotas_.Release(src.uid, Resource::kRingBytes, src.bytes);
+    return true;
   });
   return total;
 }

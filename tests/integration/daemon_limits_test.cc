@@ -69,6 +69,24 @@ int RingMappings() {
   return rings;
 }
 
+// The KiB resident of this process's ring mapping of `size_kb` (header
+// page included), or -1 when it has none.
+int RingResidentKb(int size_kb) {
+  std::ifstream smaps("/proc/self/smaps");
+  bool ring = false;
+  int size = 0;
+  for (std::string line; std::getline(smaps, line);) {
+    if (line.find('-') < line.find(' ')) {  // a mapping's first line: "start-end perms ..."
+      ring = line.find("memfd:udiag-ring") != std::string::npos;
+    } else if (ring && line.rfind("Size:", 0) == 0) {
+      size = std::stoi(line.substr(5));
+    } else if (ring && size == size_kb && line.rfind("Rss:", 0) == 0) {
+      return std::stoi(line.substr(4));
+    }
+  }
+  return -1;
+}
+
 // The test producers' "NAME u32 seq" event (seq_event.h), registered
 // through libudiag, and its writes.
 class SeqWriter {
@@ -678,7 +696,8 @@ INSTANTIATE_TEST_SUITE_P(DaemonLimitsTest, RingsOfAKilledDaemonTest, testing::Bo
                          });
 
 // A ring the thread outgrew stays mapped only until its daemon has drained
-// it: once the daemon has caught up, the thread's next pages let it go.
+// it: the daemon then frees its memory, and the thread's next pages let
+// it go.
 TEST_F(DaemonLimitsTest, AnOutgrownRingIsLetGoOnceDrained) {
   auto consumer = StartDaemonEnabling({"--ring-kb", "64", "--ring-max-kb", "256"}, "grown");
   const StepPipes pipes;
@@ -693,10 +712,17 @@ TEST_F(DaemonLimitsTest, AnOutgrownRingIsLetGoOnceDrained) {
     if (!Tell(to_parent, 'e') || !Heard(from_parent, 's')) return "no stop";
     if (int err = writer.WriteMany(kWrittenStopped)) return "write while stopped " + Errno(err);
     const int rings_grown = RingMappings();
+    const int resident_grown = RingResidentKb(68);
     if (!Tell(to_parent, 'w') || !Heard(from_parent, 'd')) return "not drained";
+    // Drained, the outgrown ring keeps only its header page in memory, even
+    // before this thread lets it go.
+    PollUntil([] { return RingResidentKb(68) <= 4; });
+    const int resident_drained = RingResidentKb(68);
     // Pages opened after the drain: the outgrown ring goes at the first.
     if (int err = writer.WriteMany(1000)) return "write after the drain " + Errno(err);
-    return std::to_string(rings_grown) + " rings mapped, then " + std::to_string(RingMappings());
+    return std::to_string(rings_grown) + " rings mapped, " + std::to_string(resident_grown) + " KiB then " +
+           std::to_string(resident_drained) + " KiB of the outgrown one resident; then " +
+           std::to_string(RingMappings());
   });
   ASSERT_TRUE(Heard(from_child, 'e')) << producer.Result();
   ASSERT_TRUE(PollUntil([&] {
@@ -716,7 +742,7 @@ TEST_F(DaemonLimitsTest, AnOutgrownRingIsLetGoOnceDrained) {
   })) << LostCount(trace)
       << " lost";
   ASSERT_TRUE(Tell(to_child, 'd'));
-  EXPECT_EQ(producer.Result(), "2 rings mapped, then 1");
+  EXPECT_EQ(producer.Result(), "2 rings mapped, 68 KiB then 4 KiB of the outgrown one resident; then 1");
 }
 
 // A ring filled while its daemon was stopped drops writes and counts them
